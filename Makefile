@@ -1,0 +1,68 @@
+# corral — GNU Make build. `make` builds corral, libcorral.a and libcorral.so;
+# `make check` runs the whole suite; `make check-asan` the same under ASan+UBSan.
+CC ?= cc
+PKGS := libseccomp jansson
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+BUILD ?= build
+CFLAGS ?= -O2 -g
+WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
+override CFLAGS += -std=gnu11 $(WARN) -fvisibility=hidden -fPIC -D_GNU_SOURCE \
+	-Iinclude -Isrc $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS := $(PKG_LIBS) $(EXTRA_LDFLAGS)
+
+LIB_SRCS := $(wildcard src/*.c) $(wildcard src/sandbox/*.c)
+CLI_SRCS := $(wildcard src/cli/*.c) $(wildcard src/mcp/*.c)
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
+
+all: $(BUILD)/corral $(BUILD)/libcorral.a $(BUILD)/libcorral.so
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libcorral.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libcorral.so: $(LIB_OBJS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcorral.so.0 -o $@ $^ $(LDLIBS)
+
+$(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(LDLIBS)
+
+# ---- tests ------------------------------------------------------------------------------
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+$(BUILD)/tests/unit_tests: $(UNIT_SRCS) $(BUILD)/libcorral.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $(UNIT_SRCS) $(BUILD)/libcorral.a $(LDLIBS)
+
+$(BUILD)/tests/lib_tests: tests/integration/lib_tests.c $(BUILD)/libcorral.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
+# The probe runs inside sandboxes: static, so it needs nothing from the sandbox's /lib.
+$(BUILD)/tests/probe: tests/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -Wall -Wextra -Werror -static -o $@ $<
+
+$(BUILD)/tests/nolayer: tests/nolayer.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
+
+TEST_BINS := $(BUILD)/corral $(BUILD)/tests/unit_tests $(BUILD)/tests/lib_tests \
+	$(BUILD)/tests/probe $(BUILD)/tests/nolayer
+
+check: $(TEST_BINS)
+	BUILD=$(BUILD) tests/run.sh
+
+check-asan:
+	$(MAKE) BUILD=build-asan CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
+
+format:
+	clang-format -i $(LIB_SRCS) $(CLI_SRCS) include/*.h src/*.h src/*/*.h tests/*.c tests/unit/*.c
+
+clean:
+	rm -rf build build-asan
+
+.PHONY: all check check-asan format clean

@@ -1,0 +1,259 @@
+/* corral — run untrusted commands in a layered Linux sandbox and report what happened.
+ *
+ * This is the whole public API of libcorral. The CLI (`corral run`) and the MCP server
+ * (`corral mcp`) are thin clients of it.
+ *
+ * Conventions
+ * - Every function that can fail returns 0 (or a non-negative value where documented) on
+ *   success and a negative CORRAL_E* code on failure, and fills the caller-owned
+ *   `struct corral_error` when one is passed (it may be NULL).
+ * - The library never exits, never prints, never aborts on bad input, and installs no signal
+ *   handlers. It does block SIGCHLD-free waiting through pidfds only, so it coexists with a
+ *   caller's own child handling.
+ * - Objects are opaque except `struct corral_result` and `struct corral_error`, which the
+ *   caller reads directly.
+ * - Ownership is stated at each function: "borrows" means the library keeps no reference
+ *   after the call returns; "copies" means the library duplicates the data.
+ *
+ * Thread safety: distinct objects may be used from distinct threads; one object must not be
+ * used from two threads at once.
+ */
+#ifndef CORRAL_H
+#define CORRAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CORRAL_API __attribute__((visibility("default")))
+#else
+#define CORRAL_API
+#endif
+
+#define CORRAL_VERSION "0.1.0"
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+enum corral_errcode {
+	CORRAL_OK = 0,
+	CORRAL_EINVAL = -1,      /* a bad argument or configuration value */
+	CORRAL_ENOMEM = -2,      /* out of memory */
+	CORRAL_ESYS = -3,        /* a system call failed in the supervisor (see sys_errno) */
+	CORRAL_ESETUP = -4,      /* a sandbox setup step failed in the child (see step) */
+	CORRAL_EUNAVAIL = -5,    /* a required isolation layer is not available on this host */
+	CORRAL_ENOTFOUND = -6,   /* the command was not found (CLI exit 127) */
+	CORRAL_ENOEXEC = -7,     /* the command is not executable (CLI exit 126) */
+	CORRAL_EDENIED = -8,     /* denied by policy before anything ran (CLI exit 126) */
+	CORRAL_ESTATE = -9,      /* the call does not fit the object's state */
+	CORRAL_EAGAIN = -10,     /* try again later (a queue or a resource is full) */
+};
+
+struct corral_error {
+	int code;         /* a CORRAL_E* value, 0 when no error */
+	int sys_errno;    /* the errno behind it, 0 when none */
+	char step[32];    /* the failing step id ("mount", "landlock", "exec", ...) or "" */
+	char message[512];/* one line: what failed, on what, and how to fix it */
+};
+
+/* A static, human-readable name for a CORRAL_E* code. Never NULL. */
+CORRAL_API const char *corral_strerror(int code);
+
+/* ---- configuration --------------------------------------------------------------------- */
+
+/* How to treat isolation layers the host cannot provide. */
+enum corral_mode {
+	CORRAL_MODE_REQUIRED = 0, /* fail closed, naming the missing layer (the default) */
+	CORRAL_MODE_AUTO = 1,     /* apply what the host offers; report what was skipped */
+	CORRAL_MODE_NONE = 2,     /* no isolation layers, limits only; reported loudly */
+};
+
+enum corral_net {
+	CORRAL_NET_NONE = 0, /* a private network namespace with only loopback (the default) */
+	CORRAL_NET_HOST = 1, /* share the host's network; recorded in the isolation record */
+};
+
+/* Resource limits. A value of 0 means "no limit of this kind" unless a default is stated. */
+enum corral_limit {
+	CORRAL_LIMIT_CPU_S = 0,    /* CPU seconds (RLIMIT_CPU; SIGXCPU reported as limit "cpu") */
+	CORRAL_LIMIT_MEMORY,       /* bytes: cgroup memory.max, else RLIMIT_DATA as a fallback */
+	CORRAL_LIMIT_PIDS,         /* processes: cgroup pids.max, else RLIMIT_NPROC */
+	CORRAL_LIMIT_NOFILE,       /* open files (RLIMIT_NOFILE); default 1024 */
+	CORRAL_LIMIT_FSIZE,        /* largest file written, bytes (RLIMIT_FSIZE) */
+	CORRAL_LIMIT_TMPFS,        /* size of the private /tmp and of the root tmpfs, bytes */
+	CORRAL_LIMIT__COUNT
+};
+
+typedef struct corral_config corral_config;
+
+/* Create a configuration with the safe defaults: mode required, network none, timeout 60 s,
+ * kill grace 2 s, output cap 1 MiB per stream, stdin /dev/null, workspace and cwd unset
+ * (corral_run fails until a workspace is set). Returns NULL only when out of memory. */
+CORRAL_API corral_config *corral_config_new(void);
+CORRAL_API void corral_config_free(corral_config *cfg);
+
+/* The command, as an argv vector (copies; argv[0] is resolved in the sandbox PATH when it has
+ * no slash) or as a shell string run by `/bin/sh -c` (copies). The last call wins. */
+CORRAL_API int corral_config_set_argv(corral_config *cfg, const char *const *argv,
+                                      struct corral_error *err);
+CORRAL_API int corral_config_set_shell(corral_config *cfg, const char *command,
+                                       struct corral_error *err);
+
+/* The workspace directory (must exist; resolved to an absolute, symlink-free path now) and the
+ * working directory (absolute, or relative to the workspace; must lie inside the workspace).
+ * The cwd defaults to the workspace. */
+CORRAL_API int corral_config_set_workspace(corral_config *cfg, const char *dir,
+                                           struct corral_error *err);
+CORRAL_API int corral_config_set_cwd(corral_config *cfg, const char *dir,
+                                     struct corral_error *err);
+
+/* Environment: the sandbox environment is built from scratch (PATH, HOME=workspace, LANG,
+ * TERM), then these explicit entries apply in order. value == NULL removes a name. Copies.
+ * Names must match [A-Za-z_][A-Za-z0-9_]*. */
+CORRAL_API int corral_config_setenv(corral_config *cfg, const char *name, const char *value,
+                                    struct corral_error *err);
+
+CORRAL_API int corral_config_set_limit(corral_config *cfg, enum corral_limit which,
+                                       uint64_t value, struct corral_error *err);
+/* Wall-clock timeout in milliseconds (0 = none) and the grace period between SIGTERM and
+ * SIGKILL when it fires. */
+CORRAL_API int corral_config_set_timeout_ms(corral_config *cfg, uint64_t timeout_ms,
+                                            uint64_t kill_after_ms, struct corral_error *err);
+/* Bytes kept per output stream (stdout and stderr separately); the head and tail are kept and
+ * a marker stands where bytes were dropped. Minimum 64, maximum 1 GiB. */
+CORRAL_API int corral_config_set_output_cap(corral_config *cfg, size_t bytes,
+                                            struct corral_error *err);
+/* stdin: by default /dev/null. Either bytes to feed (copies) or a descriptor to pass through
+ * (borrowed: it must stay open until the run has started; it is dup'ed for the child). */
+CORRAL_API int corral_config_set_stdin_data(corral_config *cfg, const void *data, size_t len,
+                                            struct corral_error *err);
+CORRAL_API int corral_config_set_stdin_fd(corral_config *cfg, int fd, struct corral_error *err);
+
+CORRAL_API int corral_config_set_mode(corral_config *cfg, enum corral_mode mode,
+                                      struct corral_error *err);
+CORRAL_API int corral_config_set_net(corral_config *cfg, enum corral_net net,
+                                     struct corral_error *err);
+
+/* Output streaming: called from corral_run()/corral_run_step() for each chunk read from the
+ * command, before capping (so a streaming consumer sees every byte). stream is 1 (stdout) or
+ * 2 (stderr). The buffer is borrowed for the call only. */
+typedef void (*corral_output_cb)(void *userdata, int stream, const char *buf, size_t len);
+CORRAL_API void corral_config_set_output_cb(corral_config *cfg, corral_output_cb cb,
+                                            void *userdata);
+
+/* ---- result ---------------------------------------------------------------------------- */
+
+/* Which limit ended the run, if any. */
+enum corral_limit_hit {
+	CORRAL_HIT_NONE = 0,
+	CORRAL_HIT_TIMEOUT,  /* "timeout": the wall-clock timeout fired */
+	CORRAL_HIT_CPU,      /* "cpu": killed by SIGXCPU / SIGKILL at the hard CPU limit */
+	CORRAL_HIT_MEMORY,   /* "memory": OOM kill inside the memory limit */
+	CORRAL_HIT_FSIZE,    /* "fsize": SIGXFSZ */
+	CORRAL_HIT_PIDS,     /* "pids": fork failed at the process limit (when known) */
+	CORRAL_HIT_OUTPUT,   /* reserved */
+};
+
+/* One isolation layer as applied to a run. */
+struct corral_layer {
+	const char *name;    /* "userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns",
+	                        "landlock", "seccomp", "caps", "no_new_privs", "cgroup", "rlimits" */
+	int applied;         /* 1 when enforced for this run */
+	const char *detail;  /* e.g. "abi 7", "v1 memory,pids", "host network", or why skipped */
+};
+
+struct corral_result {
+	char id[37];              /* a random UUID for this run */
+	char **argv;              /* the command as run (NULL-terminated) */
+	char *command;            /* the shell string when one was given, else NULL */
+	int exited;               /* 1 when the command exited normally */
+	int exit_code;            /* its status when exited, else -1 */
+	int signal;               /* the signal that killed it, else 0 */
+	int timed_out;            /* 1 when the wall-clock timeout fired */
+	enum corral_limit_hit limit;
+	uint64_t duration_ms;
+	char *stdout_buf;         /* captured (possibly truncated) bytes, NUL-terminated */
+	size_t stdout_len;
+	char *stderr_buf;
+	size_t stderr_len;
+	uint64_t stdout_bytes;    /* total bytes the command wrote to the stream */
+	uint64_t stderr_bytes;
+	int stdout_truncated;
+	int stderr_truncated;
+	uint64_t user_ms, sys_ms, max_rss_kb;
+	const char *mode;         /* "required", "auto" or "none" */
+	struct corral_layer *layers;
+	size_t n_layers;
+	struct corral_error error;/* code != 0 when the sandbox could not be set up */
+};
+
+CORRAL_API void corral_result_free(struct corral_result *res);
+
+/* Encode the result as one JSON object (schema: docs/result.schema.json). *out is malloc'ed
+ * and owned by the caller. */
+CORRAL_API int corral_result_to_json(const struct corral_result *res, char **out,
+                                     struct corral_error *err);
+
+/* The name of a limit hit as used in JSON ("timeout", "cpu", ...), or NULL for none. */
+CORRAL_API const char *corral_limit_hit_name(enum corral_limit_hit hit);
+
+/* ---- blocking run ---------------------------------------------------------------------- */
+
+/* Run the configured command to completion and return its result (owned by the caller).
+ * Returns 0 when the command ran (whatever its status), or a negative code when it could not
+ * be started; in that case *out is still set to a result describing the failure (error filled)
+ * when memory allows. The configuration is borrowed. */
+CORRAL_API int corral_run(const corral_config *cfg, struct corral_result **out,
+                          struct corral_error *err);
+
+/* ---- non-blocking spawn ---------------------------------------------------------------- */
+
+typedef struct corral_proc corral_proc;
+
+/* Start the configured command and return at once. The configuration is copied, so the
+ * caller may free or change it afterwards. */
+CORRAL_API int corral_spawn(const corral_config *cfg, corral_proc **out,
+                            struct corral_error *err);
+
+/* A descriptor (epoll) that becomes readable when corral_proc_step() has work to do: output,
+ * exit, timers. Add it to your own poll/epoll loop. Owned by the handle. */
+CORRAL_API int corral_proc_fd(const corral_proc *p);
+/* The underlying descriptors, for callers that want them directly (owned by the handle; -1
+ * when closed). */
+CORRAL_API int corral_proc_pidfd(const corral_proc *p);
+CORRAL_API int corral_proc_stdout_fd(const corral_proc *p);
+CORRAL_API int corral_proc_stderr_fd(const corral_proc *p);
+/* The pid of the sandbox's first process (its init), as seen by the caller. */
+CORRAL_API pid_t corral_proc_pid(const corral_proc *p);
+/* Milliseconds until the next deadline that needs a step (timeout, grace, drain), or -1. */
+CORRAL_API int corral_proc_next_timeout_ms(const corral_proc *p);
+
+/* Do the work that is ready, waiting at most timeout_ms (0: do not wait; -1: wait for
+ * completion). Returns 1 when the run has finished, 0 when it is still going, <0 on error. */
+CORRAL_API int corral_proc_step(corral_proc *p, int timeout_ms, struct corral_error *err);
+
+/* Ask the run to stop: SIGTERM to the command now, SIGKILL to the whole sandbox after
+ * grace_ms (0 = at once). The result reports signal and no timeout. Idempotent. */
+CORRAL_API int corral_proc_cancel(corral_proc *p, uint64_t grace_ms, struct corral_error *err);
+
+/* Once corral_proc_step() returned 1: take the result (owned by the caller; once). */
+CORRAL_API int corral_proc_result(corral_proc *p, struct corral_result **out,
+                                  struct corral_error *err);
+
+/* Kill whatever still runs (SIGKILL to the whole sandbox), reap it, free everything. */
+CORRAL_API void corral_proc_destroy(corral_proc *p);
+
+/* ---- host probe ------------------------------------------------------------------------ */
+
+/* Probe the host for each isolation layer and return a JSON document (owned by the caller)
+ * describing availability, detail and how to fix what is missing. */
+CORRAL_API int corral_check_host(char **json_out, struct corral_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CORRAL_H */

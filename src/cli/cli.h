@@ -1,0 +1,22 @@
+/* The corral command-line front end: one file per subcommand. */
+#ifndef CORRAL_CLI_H
+#define CORRAL_CLI_H
+
+#include "corral.h"
+
+/* Exit codes, as timeout(1) and env(1). */
+enum {
+	EXIT_CORRAL_TIMEOUT = 124,
+	EXIT_CORRAL_FAILED = 125,
+	EXIT_CORRAL_NOEXEC = 126,
+	EXIT_CORRAL_NOTFOUND = 127,
+};
+
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+void usage_run(FILE *f);
+
+/* Print "corral: <message>" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,60 @@
+/* corral: entry point and subcommand dispatch. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("corral: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+	fputs("Usage: corral COMMAND [OPTIONS]\n"
+	      "\n"
+	      "Run untrusted commands in a layered Linux sandbox and report what happened.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  run      run a command in a sandbox (corral help run)\n"
+	      "  check    probe this host for each isolation layer\n"
+	      "  version  print the version\n"
+	      "  help     show help for a command\n"
+	      "\n"
+	      "Exit status of 'run': the command's own; 124 timed out; 125 corral failed;\n"
+	      "126 not executable or denied; 127 not found; 128+N killed by signal N.\n"
+	      "See corral(1) for details.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_CORRAL_FAILED;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+		printf("corral %s\n", CORRAL_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+		if (argc > 2 && !strcmp(argv[2], "run"))
+			usage_run(stdout);
+		else
+			usage(stdout);
+		return 0;
+	}
+	cli_error("unknown command '%s'; run 'corral --help' for the list", cmd);
+	return EXIT_CORRAL_FAILED;
+}

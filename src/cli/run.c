@@ -1,0 +1,330 @@
+/* corral run: parse flags into a configuration, run, pass the output through or print the
+ * JSON result, and exit like timeout(1). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "internal.h"
+
+void usage_run(FILE *f)
+{
+	fputs("Usage: corral run [OPTIONS] [--] COMMAND [ARG...]\n"
+	      "       corral run [OPTIONS] -c 'SHELL STRING'\n"
+	      "\n"
+	      "Run COMMAND in a sandbox: a read-only view of the system, the workspace read-write,\n"
+	      "a private /tmp, no network, its own pid space, Landlock, seccomp and limits.\n"
+	      "\n"
+	      "Options:\n"
+	      "  -c, --shell STRING     run STRING with /bin/sh -c\n"
+	      "  -w, --workspace DIR    the read-write workspace (default: current directory)\n"
+	      "  -C, --cwd DIR          working directory inside the workspace (default: workspace)\n"
+	      "  -t, --timeout DUR      wall-clock timeout (default 60s; 0 = none); DUR is 30, 1.5,\n"
+	      "                         250ms, 2m or 1h\n"
+	      "      --kill-after DUR   grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
+	      "      --memory SIZE      memory limit (cgroup memory.max, else RLIMIT_DATA); SIZE\n"
+	      "                         is 512k, 64M, 2G\n"
+	      "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\")\n"
+	      "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC)\n"
+	      "      --nofile N         open files limit (default 1024)\n"
+	      "      --fsize SIZE       largest file the command may write (SIGXFSZ)\n"
+	      "      --tmpfs-size SIZE  size of the private /tmp (default 256M)\n"
+	      "      --max-output SIZE  bytes kept per stream; head and tail kept (default 1M)\n"
+	      "      --env NAME         pass NAME from corral's environment\n"
+	      "      --env NAME=VALUE   set NAME in the sandbox\n"
+	      "  -i, --stdin            pass corral's stdin to the command (default: /dev/null)\n"
+	      "      --net none|host    network: none (loopback only, default) or the host's\n"
+	      "      --mode MODE        required (default): fail if a layer is missing;\n"
+	      "                         auto: use what the host offers and report the rest;\n"
+	      "                         none: no isolation, limits only\n"
+	      "      --json             print the result as JSON on stdout instead of the output\n"
+	      "  -h, --help             show this help\n"
+	      "\n"
+	      "Exit status: the command's own; 124 timed out; 125 corral failed (usage, bad value,\n"
+	      "setup); 126 not executable or denied; 127 not found; 128+N killed by signal N.\n",
+	      f);
+}
+
+enum {
+	OPT_KILL_AFTER = 256,
+	OPT_MEMORY,
+	OPT_CPU,
+	OPT_PIDS,
+	OPT_NOFILE,
+	OPT_FSIZE,
+	OPT_TMPFS,
+	OPT_MAX_OUTPUT,
+	OPT_ENV,
+	OPT_NET,
+	OPT_MODE,
+	OPT_JSON,
+};
+
+static const struct option long_opts[] = {
+	{"shell", required_argument, NULL, 'c'},
+	{"workspace", required_argument, NULL, 'w'},
+	{"cwd", required_argument, NULL, 'C'},
+	{"timeout", required_argument, NULL, 't'},
+	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"cpu", required_argument, NULL, OPT_CPU},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"nofile", required_argument, NULL, OPT_NOFILE},
+	{"fsize", required_argument, NULL, OPT_FSIZE},
+	{"tmpfs-size", required_argument, NULL, OPT_TMPFS},
+	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+	{"env", required_argument, NULL, OPT_ENV},
+	{"stdin", no_argument, NULL, 'i'},
+	{"net", required_argument, NULL, OPT_NET},
+	{"mode", required_argument, NULL, OPT_MODE},
+	{"json", no_argument, NULL, OPT_JSON},
+	{"help", no_argument, NULL, 'h'},
+	{NULL, 0, NULL, 0},
+};
+
+struct run_opts {
+	const char *shell, *workspace, *cwd;
+	uint64_t timeout_ms, kill_after_ms;
+	bool stdin_pass, json;
+};
+
+static void stream_out(void *ud, int stream, const char *buf, size_t len)
+{
+	(void)ud;
+	FILE *f = stream == 1 ? stdout : stderr;
+	fwrite(buf, 1, len, f);
+	fflush(f);
+}
+
+static int bad_value(const char *flag, const char *value, const char *why)
+{
+	cli_error("invalid value '%s' for %s: %s", value, flag, why);
+	return EXIT_CORRAL_FAILED;
+}
+
+/* Apply one option to cfg/opts. Returns 0, or an exit code. */
+static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts *o,
+                     struct corral_error *err)
+{
+	const char *why = NULL;
+	uint64_t v = 0;
+	const char *flag = NULL;
+	enum corral_limit lim = CORRAL_LIMIT__COUNT;
+	switch (c) {
+	case 'c':
+		o->shell = arg;
+		return 0;
+	case 'w':
+		o->workspace = arg;
+		return 0;
+	case 'C':
+		o->cwd = arg;
+		return 0;
+	case 't':
+		if (parse_duration_ms(arg, &o->timeout_ms, &why) < 0)
+			return bad_value("--timeout", arg, why);
+		return 0;
+	case OPT_KILL_AFTER:
+		if (parse_duration_ms(arg, &o->kill_after_ms, &why) < 0)
+			return bad_value("--kill-after", arg, why);
+		return 0;
+	case OPT_MEMORY:
+	case OPT_FSIZE:
+	case OPT_TMPFS:
+		flag = c == OPT_MEMORY ? "--memory" : c == OPT_FSIZE ? "--fsize" : "--tmpfs-size";
+		lim = c == OPT_MEMORY  ? CORRAL_LIMIT_MEMORY
+		      : c == OPT_FSIZE ? CORRAL_LIMIT_FSIZE
+		                       : CORRAL_LIMIT_TMPFS;
+		if (parse_size(arg, &v, &why) < 0)
+			return bad_value(flag, arg, why);
+		break;
+	case OPT_CPU:
+		flag = "--cpu";
+		lim = CORRAL_LIMIT_CPU_S;
+		if (parse_count(arg, 366ULL * 86400, &v, &why) < 0)
+			return bad_value(flag, arg, why);
+		break;
+	case OPT_PIDS:
+	case OPT_NOFILE:
+		flag = c == OPT_PIDS ? "--pids" : "--nofile";
+		lim = c == OPT_PIDS ? CORRAL_LIMIT_PIDS : CORRAL_LIMIT_NOFILE;
+		if (parse_count(arg, 1u << 22, &v, &why) < 0)
+			return bad_value(flag, arg, why);
+		break;
+	case OPT_MAX_OUTPUT:
+		if (parse_size(arg, &v, &why) < 0)
+			return bad_value("--max-output", arg, why);
+		if (corral_config_set_output_cap(cfg, (size_t)v, err) < 0)
+			return bad_value("--max-output", arg, err->message);
+		return 0;
+	case OPT_ENV: {
+		const char *eq = strchr(arg, '=');
+		if (eq) {
+			char *name = strndup(arg, (size_t)(eq - arg));
+			int r = name ? corral_config_setenv(cfg, name, eq + 1, err) : -1;
+			free(name);
+			if (r < 0)
+				return bad_value("--env", arg, err->message);
+		} else {
+			const char *val = getenv(arg);
+			if (!env_name_valid(arg))
+				return bad_value("--env", arg, "not a valid variable name");
+			if (!val) /* asked to pass a variable the host does not have: nothing */
+				return 0;
+			if (corral_config_setenv(cfg, arg, val, err) < 0)
+				return bad_value("--env", arg, err->message);
+		}
+		return 0;
+	}
+	case 'i':
+		o->stdin_pass = true;
+		return 0;
+	case OPT_NET:
+		if (!strcmp(arg, "none"))
+			corral_config_set_net(cfg, CORRAL_NET_NONE, err);
+		else if (!strcmp(arg, "host"))
+			corral_config_set_net(cfg, CORRAL_NET_HOST, err);
+		else
+			return bad_value("--net", arg, "expected none or host");
+		return 0;
+	case OPT_MODE:
+		if (!strcmp(arg, "required"))
+			corral_config_set_mode(cfg, CORRAL_MODE_REQUIRED, err);
+		else if (!strcmp(arg, "auto"))
+			corral_config_set_mode(cfg, CORRAL_MODE_AUTO, err);
+		else if (!strcmp(arg, "none"))
+			corral_config_set_mode(cfg, CORRAL_MODE_NONE, err);
+		else
+			return bad_value("--mode", arg, "expected required, auto or none");
+		return 0;
+	case OPT_JSON:
+		o->json = true;
+		return 0;
+	default:
+		return EXIT_CORRAL_FAILED;
+	}
+	if (corral_config_set_limit(cfg, lim, v, err) < 0)
+		return bad_value(flag, arg, err->message);
+	return 0;
+}
+
+static int exit_code_for(const struct corral_result *res)
+{
+	if (res->error.code == CORRAL_ENOTFOUND)
+		return EXIT_CORRAL_NOTFOUND;
+	if (res->error.code == CORRAL_ENOEXEC || res->error.code == CORRAL_EDENIED)
+		return EXIT_CORRAL_NOEXEC;
+	if (res->error.code)
+		return EXIT_CORRAL_FAILED;
+	if (res->timed_out)
+		return EXIT_CORRAL_TIMEOUT;
+	if (res->signal)
+		return 128 + res->signal;
+	return res->exit_code;
+}
+
+static int configure(int argc, char **argv, corral_config *cfg, struct run_opts *o,
+                     struct corral_error *err)
+{
+	o->timeout_ms = 60000;
+	o->kill_after_ms = 2000;
+	int c;
+	/* '+': stop at the first non-option, so the command's own flags are left alone */
+	while ((c = getopt_long(argc, argv, "+c:w:C:t:ih", long_opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage_run(stdout);
+			return -1;
+		}
+		if (c == '?') {
+			fprintf(stderr, "corral: run 'corral help run' for the list of options\n");
+			return EXIT_CORRAL_FAILED;
+		}
+		int r = apply_opt(c, optarg, cfg, o, err);
+		if (r)
+			return r;
+	}
+	char cwdbuf[PATH_MAX];
+	const char *ws = o->workspace;
+	if (!ws)
+		ws = getcwd(cwdbuf, sizeof(cwdbuf));
+	if (!ws || corral_config_set_workspace(cfg, ws, err) < 0) {
+		cli_error("%s", ws ? err->message : "cannot read the current directory");
+		return EXIT_CORRAL_FAILED;
+	}
+	if (o->cwd && corral_config_set_cwd(cfg, o->cwd, err) < 0) {
+		cli_error("%s", err->message);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (o->shell && optind < argc) {
+		cli_error("give either -c 'SHELL STRING' or a COMMAND, not both");
+		return EXIT_CORRAL_FAILED;
+	}
+	int r = o->shell ? corral_config_set_shell(cfg, o->shell, err)
+	        : optind < argc
+	                ? corral_config_set_argv(cfg, (const char *const *)argv + optind, err)
+	                : corral_set_error(err, CORRAL_EINVAL, 0, "usage",
+	                                   "no command given; usage: corral run [OPTIONS] [--] "
+	                                   "COMMAND [ARG...]");
+	if (r < 0) {
+		cli_error("%s", err->message);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (corral_config_set_timeout_ms(cfg, o->timeout_ms, o->kill_after_ms, err) < 0) {
+		cli_error("%s", err->message);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (o->stdin_pass && corral_config_set_stdin_fd(cfg, 0, err) < 0) {
+		cli_error("%s", err->message);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (!o->json)
+		corral_config_set_output_cb(cfg, stream_out, NULL);
+	return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	corral_config *cfg = corral_config_new();
+	if (!cfg) {
+		cli_error("out of memory");
+		return EXIT_CORRAL_FAILED;
+	}
+	struct run_opts o = {0};
+	struct corral_error err = {0};
+	int r = configure(argc, argv, cfg, &o, &err);
+	if (r) {
+		corral_config_free(cfg);
+		return r < 0 ? 0 : r;
+	}
+	/* Our stdout may be a closed pipe; a failed write must not kill corral before it has
+	 * reaped the sandbox. */
+	signal(SIGPIPE, SIG_IGN);
+	struct corral_result *res = NULL;
+	corral_run(cfg, &res, &err);
+	int code = EXIT_CORRAL_FAILED;
+	if (res) {
+		code = exit_code_for(res);
+		if (o.json) {
+			char *json = NULL;
+			if (corral_result_to_json(res, &json, &err) == 0) {
+				puts(json);
+				free(json);
+			}
+		} else if (res->error.code) {
+			cli_error("%s", res->error.message);
+		} else if (res->timed_out) {
+			cli_error("timed out after %llu ms; the sandbox was killed",
+			          (unsigned long long)res->duration_ms);
+		}
+		corral_result_free(res);
+	} else {
+		cli_error("%s", err.message);
+	}
+	corral_config_free(cfg);
+	return code;
+}

@@ -1,0 +1,360 @@
+/* The configuration object: validated setters with safe defaults. */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define MAX_ARGS 4096
+#define MAX_ARG_BYTES (1u << 20)
+
+corral_config *corral_config_new(void)
+{
+	struct corral_config *cfg = calloc(1, sizeof(*cfg));
+	if (!cfg)
+		return NULL;
+	cfg->timeout_ms = 60000;
+	cfg->kill_after_ms = 2000;
+	cfg->output_cap = 1u << 20;
+	cfg->stdin_fd = -1;
+	cfg->mode = CORRAL_MODE_REQUIRED;
+	cfg->net = CORRAL_NET_NONE;
+	cfg->limits[CORRAL_LIMIT_NOFILE] = 1024;
+	return cfg;
+}
+
+static void strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+static char **strv_dup(const char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **out = calloc(n + 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		out[i] = strdup(v[i]);
+		if (!out[i]) {
+			strv_free(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static void env_entries_free(struct env_entry *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(e[i].name);
+		free(e[i].value);
+	}
+	free(e);
+}
+
+void corral_config_free(corral_config *cfg)
+{
+	if (!cfg)
+		return;
+	strv_free(cfg->argv);
+	free(cfg->shell);
+	free(cfg->workspace);
+	free(cfg->cwd);
+	env_entries_free(cfg->env, cfg->n_env);
+	free(cfg->stdin_data);
+	free(cfg);
+}
+
+int corral_config_set_argv(corral_config *cfg, const char *const *argv, struct corral_error *err)
+{
+	if (!argv || !argv[0] || !argv[0][0])
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: the command is empty; give a program to run");
+	size_t n = 0, bytes = 0;
+	for (; argv[n]; n++)
+		bytes += strlen(argv[n]) + 1;
+	if (n > MAX_ARGS || bytes > MAX_ARG_BYTES)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: the command has %zu arguments / %zu bytes; the "
+		                        "limit is %u arguments and %u bytes",
+		                        n, bytes, MAX_ARGS, MAX_ARG_BYTES);
+	char **v = strv_dup(argv);
+	if (!v)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config", "config: out of memory");
+	strv_free(cfg->argv);
+	free(cfg->shell);
+	cfg->shell = NULL;
+	cfg->argv = v;
+	return 0;
+}
+
+int corral_config_set_shell(corral_config *cfg, const char *command, struct corral_error *err)
+{
+	if (!command || !*command)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: the shell command is empty; give a command string");
+	if (strlen(command) > MAX_ARG_BYTES)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: the shell command is longer than %u bytes",
+		                        MAX_ARG_BYTES);
+	const char *v[] = {"/bin/sh", "-c", command, NULL};
+	int r = corral_config_set_argv(cfg, v, err);
+	if (r < 0)
+		return r;
+	cfg->shell = strdup(command);
+	if (!cfg->shell)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config", "config: out of memory");
+	return 0;
+}
+
+/* Both checks are advisory (the child resolves again without symlinks); they exist to give a
+ * clear error before anything is built. */
+int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corral_error *err)
+{
+	if (!dir || !*dir)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "workspace",
+		                        "workspace: empty path; give an existing directory");
+	char *real = realpath(dir, NULL);
+	if (!real)
+		return corral_set_error(err, CORRAL_EINVAL, errno, "workspace",
+		                        "workspace: %s: %s; create it or pass an existing directory "
+		                        "with --workspace",
+		                        dir, strerror(errno));
+	struct stat st;
+	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		free(real);
+		return corral_set_error(err, CORRAL_EINVAL, ENOTDIR, "workspace",
+		                        "workspace: %s is not a directory; pass a directory", dir);
+	}
+	if (!strcmp(real, "/")) {
+		free(real);
+		return corral_set_error(err, CORRAL_EINVAL, 0, "workspace",
+		                        "workspace: / cannot be the workspace (it would expose the "
+		                        "whole host read-write); pass a project directory");
+	}
+	free(cfg->workspace);
+	cfg->workspace = real;
+	return 0;
+}
+
+static bool path_inside(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
+}
+
+int corral_config_set_cwd(corral_config *cfg, const char *dir, struct corral_error *err)
+{
+	if (!cfg->workspace)
+		return corral_set_error(err, CORRAL_ESTATE, 0, "cwd",
+		                        "cwd: set the workspace before the working directory");
+	if (!dir || !*dir)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "cwd", "cwd: empty path");
+	char *joined;
+	if (dir[0] == '/')
+		joined = strdup(dir);
+	else if (asprintf(&joined, "%s/%s", cfg->workspace, dir) < 0)
+		joined = NULL;
+	if (!joined)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "cwd", "cwd: out of memory");
+	char *real = realpath(joined, NULL);
+	int saved = errno;
+	free(joined);
+	if (!real)
+		return corral_set_error(err, CORRAL_EINVAL, saved, "cwd",
+		                        "cwd: %s: %s; give a directory inside the workspace %s", dir,
+		                        strerror(saved), cfg->workspace);
+	if (!path_inside(real, cfg->workspace)) {
+		corral_set_error(err, CORRAL_EINVAL, 0, "cwd",
+		                 "cwd: %s resolves to %s, outside the workspace %s; give a directory "
+		                 "inside it",
+		                 dir, real, cfg->workspace);
+		free(real);
+		return CORRAL_EINVAL;
+	}
+	free(cfg->cwd);
+	cfg->cwd = real;
+	return 0;
+}
+
+int corral_config_setenv(corral_config *cfg, const char *name, const char *value,
+                         struct corral_error *err)
+{
+	if (!env_name_valid(name))
+		return corral_set_error(err, CORRAL_EINVAL, 0, "env",
+		                        "env: '%s' is not a valid variable name (letters, digits and "
+		                        "_; not starting with a digit)",
+		                        name ? name : "");
+	if (value && strlen(value) > MAX_ARG_BYTES)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "env", "env: value of %s is too long",
+		                        name);
+	struct env_entry *grown = realloc(cfg->env, (cfg->n_env + 1) * sizeof(*grown));
+	if (!grown)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "env: out of memory");
+	cfg->env = grown;
+	struct env_entry *e = &cfg->env[cfg->n_env];
+	e->name = strdup(name);
+	e->value = value ? strdup(value) : NULL;
+	if (!e->name || (value && !e->value)) {
+		free(e->name);
+		free(e->value);
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "env: out of memory");
+	}
+	cfg->n_env++;
+	return 0;
+}
+
+int corral_config_set_limit(corral_config *cfg, enum corral_limit which, uint64_t value,
+                            struct corral_error *err)
+{
+	static const struct {
+		const char *name;
+		uint64_t min, max;
+	} bounds[CORRAL_LIMIT__COUNT] = {
+		[CORRAL_LIMIT_CPU_S] = {"cpu", 1, 366ULL * 86400},
+		[CORRAL_LIMIT_MEMORY] = {"memory", 1u << 20, 1ULL << 50},
+		[CORRAL_LIMIT_PIDS] = {"pids", 1, 4194304},
+		[CORRAL_LIMIT_NOFILE] = {"nofile", 16, 1u << 20},
+		[CORRAL_LIMIT_FSIZE] = {"fsize", 1, 1ULL << 60},
+		[CORRAL_LIMIT_TMPFS] = {"tmpfs", 1u << 20, 1ULL << 50},
+	};
+	if ((unsigned)which >= CORRAL_LIMIT__COUNT)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "limits", "limits: unknown limit %d",
+		                        (int)which);
+	if (value && (value < bounds[which].min || value > bounds[which].max))
+		return corral_set_error(err, CORRAL_EINVAL, 0, "limits",
+		                        "limits: %s=%llu is out of range (%llu..%llu, or 0 for none)",
+		                        bounds[which].name, (unsigned long long)value,
+		                        (unsigned long long)bounds[which].min,
+		                        (unsigned long long)bounds[which].max);
+	cfg->limits[which] = value;
+	return 0;
+}
+
+int corral_config_set_timeout_ms(corral_config *cfg, uint64_t timeout_ms, uint64_t kill_after_ms,
+                                 struct corral_error *err)
+{
+	const uint64_t year = 366ULL * 86400 * 1000;
+	if (timeout_ms > year || kill_after_ms > 3600000)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "timeout",
+		                        "timeout: %llu ms (grace %llu ms) is out of range (timeout up "
+		                        "to a year, grace up to an hour)",
+		                        (unsigned long long)timeout_ms,
+		                        (unsigned long long)kill_after_ms);
+	cfg->timeout_ms = timeout_ms;
+	cfg->kill_after_ms = kill_after_ms;
+	return 0;
+}
+
+int corral_config_set_output_cap(corral_config *cfg, size_t bytes, struct corral_error *err)
+{
+	if (bytes < 64 || bytes > (1u << 30))
+		return corral_set_error(err, CORRAL_EINVAL, 0, "output",
+		                        "output: cap of %zu bytes is out of range (64 bytes..1 GiB)",
+		                        bytes);
+	cfg->output_cap = bytes;
+	return 0;
+}
+
+int corral_config_set_stdin_data(corral_config *cfg, const void *data, size_t len,
+                                 struct corral_error *err)
+{
+	char *copy = malloc(len ? len : 1);
+	if (!copy)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "stdin", "stdin: out of memory");
+	if (len)
+		memcpy(copy, data, len);
+	free(cfg->stdin_data);
+	cfg->stdin_data = copy;
+	cfg->stdin_len = len;
+	cfg->stdin_is_data = true;
+	cfg->stdin_fd = -1;
+	return 0;
+}
+
+int corral_config_set_stdin_fd(corral_config *cfg, int fd, struct corral_error *err)
+{
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return corral_set_error(err, CORRAL_EINVAL, EBADF, "stdin",
+		                        "stdin: descriptor %d is not open", fd);
+	free(cfg->stdin_data);
+	cfg->stdin_data = NULL;
+	cfg->stdin_is_data = false;
+	cfg->stdin_fd = fd;
+	return 0;
+}
+
+int corral_config_set_mode(corral_config *cfg, enum corral_mode mode, struct corral_error *err)
+{
+	if (mode != CORRAL_MODE_REQUIRED && mode != CORRAL_MODE_AUTO && mode != CORRAL_MODE_NONE)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "mode",
+		                        "mode: %d is not one of required, auto, none", (int)mode);
+	cfg->mode = mode;
+	return 0;
+}
+
+int corral_config_set_net(corral_config *cfg, enum corral_net net, struct corral_error *err)
+{
+	if (net != CORRAL_NET_NONE && net != CORRAL_NET_HOST)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "net",
+		                        "net: %d is not one of none, host", (int)net);
+	cfg->net = net;
+	return 0;
+}
+
+void corral_config_set_output_cb(corral_config *cfg, corral_output_cb cb, void *userdata)
+{
+	cfg->out_cb = cb;
+	cfg->out_ud = userdata;
+}
+
+struct corral_config *config_dup(const struct corral_config *src)
+{
+	struct corral_config *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	*d = *src;
+	d->argv = NULL;
+	d->shell = d->workspace = d->cwd = d->stdin_data = NULL;
+	d->env = NULL;
+	d->n_env = 0;
+	if (src->argv && !(d->argv = strv_dup((const char *const *)src->argv)))
+		goto fail;
+	if (src->shell && !(d->shell = strdup(src->shell)))
+		goto fail;
+	if (src->workspace && !(d->workspace = strdup(src->workspace)))
+		goto fail;
+	if (src->cwd && !(d->cwd = strdup(src->cwd)))
+		goto fail;
+	if (src->stdin_is_data) {
+		d->stdin_data = malloc(src->stdin_len ? src->stdin_len : 1);
+		if (!d->stdin_data)
+			goto fail;
+		memcpy(d->stdin_data, src->stdin_data, src->stdin_len);
+	}
+	if (src->n_env) {
+		d->env = calloc(src->n_env, sizeof(*d->env));
+		if (!d->env)
+			goto fail;
+		for (size_t i = 0; i < src->n_env; i++) {
+			d->env[i].name = strdup(src->env[i].name);
+			d->env[i].value = src->env[i].value ? strdup(src->env[i].value) : NULL;
+			d->n_env = i + 1;
+			if (!d->env[i].name || (src->env[i].value && !d->env[i].value))
+				goto fail;
+		}
+	}
+	return d;
+fail:
+	corral_config_free(d);
+	return NULL;
+}

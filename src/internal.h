@@ -1,0 +1,122 @@
+/* Library-internal types shared between config.c, launch.c, supervise.c and result.c. */
+#ifndef CORRAL_INTERNAL_H
+#define CORRAL_INTERNAL_H
+
+#include "util.h"
+#include "sandbox/sandbox.h"
+
+#include <stdbool.h>
+
+struct env_entry {
+	char *name;
+	char *value; /* NULL: removed */
+};
+
+struct corral_config {
+	char **argv;    /* the command; for a shell string: {"/bin/sh", "-c", cmd} */
+	char *shell;    /* the shell string, or NULL */
+	char *workspace;
+	char *cwd;      /* absolute, inside the workspace; NULL = workspace */
+	struct env_entry *env;
+	size_t n_env;
+	uint64_t limits[CORRAL_LIMIT__COUNT];
+	uint64_t timeout_ms, kill_after_ms;
+	size_t output_cap;
+	char *stdin_data;
+	size_t stdin_len;
+	int stdin_fd;   /* -1: none (use data, or /dev/null) */
+	bool stdin_is_data;
+	enum corral_mode mode;
+	enum corral_net net;
+	corral_output_cb out_cb;
+	void *out_ud;
+	/* Test hook: layers to pretend are unavailable (bit per enum layer_id). Set only through
+	 * the CORRAL_TEST_DISABLE environment variable of the supervisor, see launch.c. */
+};
+
+/* Deep copy (used by corral_spawn, so that the caller may free its config). */
+struct corral_config *config_dup(const struct corral_config *cfg);
+
+/* ---- env.c (pure) ---------------------------------------------------------------------- */
+
+/* Build the sandbox environment: defaults (PATH, HOME, LANG, TERM, TMPDIR) then entries in
+ * order. Returns a malloc'ed NULL-terminated "NAME=VALUE" vector (free with env_free). */
+char **env_build(const struct env_entry *entries, size_t n, const char *home);
+void env_free(char **envp);
+bool env_name_valid(const char *name);
+
+/* ---- parse.c (pure) -------------------------------------------------------------------- */
+
+/* "512", "64k", "1.5M", "2GiB" -> bytes. 0 on success, -1 on a malformed or absurd value
+ * (over 1 EiB); why filled. */
+int parse_size(const char *s, uint64_t *out, const char **why);
+/* "30", "1.5", "250ms", "2m", "1h" -> milliseconds (bare numbers are seconds). */
+int parse_duration_ms(const char *s, uint64_t *out, const char **why);
+/* A positive integer count, at most max. */
+int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why);
+
+/* ---- capture.c (pure) ------------------------------------------------------------------ */
+
+/* Keeps the first and the last bytes of a stream up to a cap, in flat memory. */
+struct capture {
+	size_t cap;          /* total bytes kept: head_cap + tail ring size */
+	size_t head_cap;
+	char *head;          /* grown lazily up to head_cap */
+	size_t head_len, head_alloc;
+	char *tail;          /* ring of cap - head_cap bytes */
+	size_t tail_cap, tail_pos, tail_len;
+	uint64_t total;
+};
+
+int capture_init(struct capture *c, size_t cap);
+void capture_feed(struct capture *c, const char *buf, size_t len);
+bool capture_truncated(const struct capture *c);
+/* Assemble head + marker + tail into a NUL-terminated malloc'ed buffer. */
+char *capture_finish(struct capture *c, size_t *len);
+void capture_free(struct capture *c);
+
+/* ---- result.c -------------------------------------------------------------------------- */
+
+struct corral_result *result_new(void);
+void result_uuid(char out[37]);
+int result_add_layer(struct corral_result *res, const char *name, int applied,
+                     const char *detail);
+
+/* ---- launch.c -------------------------------------------------------------------------- */
+
+/* Everything prepared before clone, and what the launch produced. */
+struct launch;
+struct launch_out {
+	pid_t pid;      /* the sandbox init */
+	int pidfd;
+	int out_fd, err_fd;   /* read ends of stdout/stderr pipes */
+	int in_fd;            /* write end of the stdin pipe, or -1 */
+	int report_fd;        /* read end of the report pipe (setup failure / exit status) */
+	bool pidns;           /* true: killing pid kills everything */
+	struct cgroup_handle *cg;
+	char *private_tmp;    /* host directory to remove after the run, or NULL */
+};
+
+/* Messages from the sandbox init to the supervisor on the report pipe. */
+enum report_kind { REPORT_FAIL = 1, REPORT_EXEC_OK = 2, REPORT_EXIT = 3 };
+struct report {
+	int32_t kind;
+	int32_t step;   /* enum setup_step for REPORT_FAIL */
+	int32_t err;    /* errno for REPORT_FAIL */
+	int32_t detail; /* failing op/rule index, or -1 */
+	int32_t status; /* wait status of the command for REPORT_EXIT */
+	int32_t pad;
+	int64_t user_us, sys_us, maxrss_kb; /* RUSAGE_CHILDREN of the init */
+};
+
+/* Prepare, clone and start the sandbox. On failure res->error is filled by the caller from
+ * err. The result's isolation layers are recorded into res. */
+int launch_start(const struct corral_config *cfg, struct corral_result *res,
+                 struct launch_out *out, struct corral_error *err);
+/* Names of setup steps, for errors ("mount", "landlock", ...). */
+const char *launch_step_name(int step);
+/* Translate a child failure report into an error (code, message with the fix). */
+int launch_report_error(const struct report *r, const struct corral_config *cfg,
+                        struct corral_error *err);
+
+#endif

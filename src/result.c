@@ -1,0 +1,231 @@
+/* The result of a run and its JSON encoding (schema: docs/result.schema.json). */
+#include "internal.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+
+struct corral_result *result_new(void)
+{
+	struct corral_result *res = calloc(1, sizeof(*res));
+	if (!res)
+		return NULL;
+	result_uuid(res->id);
+	res->exit_code = -1;
+	return res;
+}
+
+void result_uuid(char out[37])
+{
+	unsigned char b[16];
+	if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b)) {
+		/* Only ids depend on this; uniqueness within a process is what matters. */
+		static uint64_t counter;
+		uint64_t t = (uint64_t)getpid() << 32 ^ ++counter;
+		memcpy(b, &t, 8);
+		memcpy(b + 8, &counter, 8);
+	}
+	b[6] = (b[6] & 0x0f) | 0x40; /* version 4 */
+	b[8] = (b[8] & 0x3f) | 0x80; /* variant 1 */
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+	         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+	         b[13], b[14], b[15]);
+}
+
+int result_add_layer(struct corral_result *res, const char *name, int applied, const char *detail)
+{
+	for (size_t i = 0; i < res->n_layers; i++) {
+		if (!strcmp(res->layers[i].name, name)) { /* update in place */
+			char *d = strdup(detail ? detail : "");
+			if (!d)
+				return CORRAL_ENOMEM;
+			free((char *)res->layers[i].detail);
+			res->layers[i].detail = d;
+			res->layers[i].applied = applied;
+			return 0;
+		}
+	}
+	struct corral_layer *grown = realloc(res->layers, (res->n_layers + 1) * sizeof(*grown));
+	if (!grown)
+		return CORRAL_ENOMEM;
+	res->layers = grown;
+	struct corral_layer *l = &res->layers[res->n_layers];
+	l->name = strdup(name);
+	l->detail = strdup(detail ? detail : "");
+	l->applied = applied;
+	if (!l->name || !l->detail) {
+		free((char *)l->name);
+		free((char *)l->detail);
+		return CORRAL_ENOMEM;
+	}
+	res->n_layers++;
+	return 0;
+}
+
+void corral_result_free(struct corral_result *res)
+{
+	if (!res)
+		return;
+	if (res->argv) {
+		for (char **p = res->argv; *p; p++)
+			free(*p);
+		free(res->argv);
+	}
+	free(res->command);
+	free(res->stdout_buf);
+	free(res->stderr_buf);
+	for (size_t i = 0; i < res->n_layers; i++) {
+		free((char *)res->layers[i].name);
+		free((char *)res->layers[i].detail);
+	}
+	free(res->layers);
+	free(res);
+}
+
+const char *corral_limit_hit_name(enum corral_limit_hit hit)
+{
+	switch (hit) {
+	case CORRAL_HIT_NONE:
+		return NULL;
+	case CORRAL_HIT_TIMEOUT:
+		return "timeout";
+	case CORRAL_HIT_CPU:
+		return "cpu";
+	case CORRAL_HIT_MEMORY:
+		return "memory";
+	case CORRAL_HIT_FSIZE:
+		return "fsize";
+	case CORRAL_HIT_PIDS:
+		return "pids";
+	case CORRAL_HIT_OUTPUT:
+		return "output";
+	}
+	return NULL;
+}
+
+/* Output is bytes; JSON strings are UTF-8. Invalid sequences become U+FFFD so that the
+ * document is always valid, and the byte counts stay exact in *_bytes. */
+static json_t *json_bytes(const char *s, size_t n)
+{
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t len = 0;
+		uint32_t cp = 0;
+		if (c < 0x80) {
+			len = 1;
+			cp = c;
+		} else if ((c & 0xe0) == 0xc0) {
+			len = 2;
+			cp = c & 0x1f;
+		} else if ((c & 0xf0) == 0xe0) {
+			len = 3;
+			cp = c & 0x0f;
+		} else if ((c & 0xf8) == 0xf0) {
+			len = 4;
+			cp = c & 0x07;
+		}
+		bool ok = len > 0 && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++) {
+			unsigned char cc = (unsigned char)s[i + k];
+			if ((cc & 0xc0) != 0x80)
+				ok = false;
+			cp = (cp << 6) | (cc & 0x3f);
+		}
+		if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		           (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		           (cp >= 0xd800 && cp <= 0xdfff)))
+			ok = false;
+		if (ok && cp == 0)
+			ok = false; /* jansson strings may hold NUL, but keep output printable */
+		if (ok) {
+			memcpy(out + o, s + i, len);
+			o += len;
+			i += len;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i += 1;
+		}
+	}
+	json_t *j = json_stringn(out, o);
+	free(out);
+	return j;
+}
+
+static json_t *result_json(const struct corral_result *res)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_string(res->id));
+	json_t *argv = json_array();
+	for (char **p = res->argv; p && *p; p++)
+		json_array_append_new(argv, json_bytes(*p, strlen(*p)));
+	json_object_set_new(o, "argv", argv);
+	json_object_set_new(o, "command",
+	                    res->command ? json_bytes(res->command, strlen(res->command))
+	                                 : json_null());
+	json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
+	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
+	json_object_set_new(o, "signal_name",
+	                    res->signal ? json_string(sigabbrev_np(res->signal)
+	                                                  ? sigabbrev_np(res->signal)
+	                                                  : "?")
+	                                : json_null());
+	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	const char *lim = corral_limit_hit_name(res->limit);
+	json_object_set_new(o, "limit", lim ? json_string(lim) : json_null());
+	json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->duration_ms));
+	json_object_set_new(o, "stdout", json_bytes(res->stdout_buf ? res->stdout_buf : "",
+	                                            res->stdout_len));
+	json_object_set_new(o, "stderr", json_bytes(res->stderr_buf ? res->stderr_buf : "",
+	                                            res->stderr_len));
+	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)res->stdout_bytes));
+	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)res->stderr_bytes));
+	json_object_set_new(o, "stdout_truncated", json_boolean(res->stdout_truncated));
+	json_object_set_new(o, "stderr_truncated", json_boolean(res->stderr_truncated));
+	json_t *usage = json_object();
+	json_object_set_new(usage, "user_ms", json_integer((json_int_t)res->user_ms));
+	json_object_set_new(usage, "sys_ms", json_integer((json_int_t)res->sys_ms));
+	json_object_set_new(usage, "max_rss_kb", json_integer((json_int_t)res->max_rss_kb));
+	json_object_set_new(o, "usage", usage);
+	json_object_set_new(o, "mode", json_string(res->mode ? res->mode : "required"));
+	json_t *iso = json_object();
+	for (size_t i = 0; i < res->n_layers; i++) {
+		json_t *l = json_object();
+		json_object_set_new(l, "applied", json_boolean(res->layers[i].applied));
+		json_object_set_new(l, "detail", json_string(res->layers[i].detail));
+		json_object_set_new(iso, res->layers[i].name, l);
+	}
+	json_object_set_new(o, "isolation", iso);
+	if (res->error.code) {
+		json_t *e = json_object();
+		json_object_set_new(e, "code", json_integer(res->error.code));
+		json_object_set_new(e, "name", json_string(corral_strerror(res->error.code)));
+		json_object_set_new(e, "errno", json_integer(res->error.sys_errno));
+		json_object_set_new(e, "step", json_string(res->error.step));
+		json_object_set_new(e, "message", json_bytes(res->error.message,
+		                                             strlen(res->error.message)));
+		json_object_set_new(o, "error", e);
+	} else {
+		json_object_set_new(o, "error", json_null());
+	}
+	return o;
+}
+
+int corral_result_to_json(const struct corral_result *res, char **out, struct corral_error *err)
+{
+	json_t *o = result_json(res);
+	if (!o)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
+	*out = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!*out)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
+	return 0;
+}

@@ -1,0 +1,528 @@
+/* Mount namespace: the sandbox's root is a fresh tmpfs holding read-only binds of the system,
+ * an allow-list of /etc, the workspace read-write, a private /tmp, a fresh /proc and a minimal
+ * /dev. The parent builds the plan (mount_plan_build); the child carries it out
+ * (mount_setup_child) with raw system calls only.
+ *
+ * Binds use the new mount API (open_tree + mount_setattr + move_mount, Linux >= 5.12) so that
+ * read-only/nosuid/nodev apply recursively to submounts and locked flags need no restating.
+ * Targets are resolved with openat2(RESOLVE_NO_SYMLINKS) below the new root, so a symlink
+ * planted in the workspace cannot redirect a later mount (the CVE-2024-42472 class).
+ */
+#include "sandbox/sandbox.h"
+#include "util.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#ifndef MOUNT_ATTR_RDONLY
+#define MOUNT_ATTR_RDONLY 0x00000001
+#define MOUNT_ATTR_NOSUID 0x00000002
+#define MOUNT_ATTR_NODEV 0x00000004
+#define MOUNT_ATTR_NOEXEC 0x00000008
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+#ifndef AT_RECURSIVE
+#define AT_RECURSIVE 0x8000
+#endif
+
+/* The scratch directory where the new root is assembled. It lives in the sandbox's own mount
+ * namespace, so covering it with a tmpfs changes nothing on the host. */
+#define SCRATCH "/tmp"
+#define NEWROOT "/newroot"
+#define OLDROOT "/oldroot"
+
+/* ---- parent: the plan ------------------------------------------------------------------- */
+
+/* Files and directories of /etc that programs need; everything else (shadow, gshadow,
+ * sudoers, ssh host keys, ssl/private, machine-id, ...) is simply never mounted. */
+static const char *const etc_allow[] = {
+	"passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "host.conf",
+	"gai.conf", "protocols", "services", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
+	"localtime", "timezone", "ssl/certs", "ca-certificates", "ca-certificates.conf",
+	"alternatives", "os-release", "debian_version", "lsb-release", "bash.bashrc", "profile",
+	"profile.d", "inputrc", "mime.types", "magic", "terminfo", "environment", "locale.alias",
+	"locale.gen", "python3", "python3.11", "perl", "mailcap", "xdg", "fonts", "papersize",
+	"manpath.config", "login.defs", "shells", "skel",
+};
+
+static int plan_add(struct mount_plan *p, size_t *cap, enum mount_op_kind kind, const char *src,
+                    const char *dst, int optional, unsigned ll, uint64_t size)
+{
+	if (p->n_ops == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct mount_op *grown = realloc(p->ops, ncap * sizeof(*grown));
+		if (!grown)
+			return -1;
+		p->ops = grown;
+		*cap = ncap;
+	}
+	struct mount_op *op = &p->ops[p->n_ops];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->src = src ? strdup(src) : NULL;
+	op->dst = dst ? strdup(dst) : NULL;
+	op->optional = optional;
+	op->ll_access = ll;
+	op->size = size;
+	if ((src && !op->src) || (dst && !op->dst)) {
+		free((char *)op->src);
+		free((char *)op->dst);
+		return -1;
+	}
+	p->n_ops++;
+	return 0;
+}
+
+/* Add a top-level system path: a directory is bound read-only; a symlink (merged /usr:
+ * /bin -> usr/bin) is recreated as the same symlink. */
+static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (S_ISLNK(st.st_mode)) {
+		char target[PATH_MAX];
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		if (n <= 0)
+			return 0;
+		target[n] = 0;
+		return plan_add(p, cap, MOP_SYMLINK, target, path, 0, 0, 0);
+	}
+	if (S_ISDIR(st.st_mode))
+		return plan_add(p, cap, MOP_BIND_RO, path, path, 1, LL_READ | LL_EXEC, 0);
+	return 0;
+}
+
+static int plan_etc(struct mount_plan *p, size_t *cap)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(etc_allow); i++) {
+		char path[PATH_MAX];
+		struct stat st;
+		snprintf(path, sizeof(path), "/etc/%s", etc_allow[i]);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			/* resolv.conf and localtime are often symlinks into /run or /usr: bind
+			 * what they point to, at the /etc name, so that no host path outside the
+			 * plan has to exist in the sandbox. */
+			char *real = realpath(path, NULL);
+			if (!real)
+				continue;
+			struct stat rst;
+			int r = 0;
+			if (stat(real, &rst) == 0)
+				r = plan_add(p, cap, S_ISDIR(rst.st_mode) ? MOP_BIND_RO : MOP_FILE_RO,
+				             real, path, 1, LL_READ, 0);
+			free(real);
+			if (r < 0)
+				return -1;
+			continue;
+		}
+		if (plan_add(p, cap, S_ISDIR(st.st_mode) ? MOP_BIND_RO : MOP_FILE_RO, path, path, 1,
+		             LL_READ, 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int mount_plan_build(struct mount_plan *plan, const char *workspace, const char *cwd,
+                     uint64_t tmpfs_size, struct corral_error *err)
+{
+	size_t cap = 0;
+	memset(plan, 0, sizeof(*plan));
+	static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
+	                                     "/lib64", "/libx32"};
+	for (size_t i = 0; i < ARRAY_SIZE(system); i++)
+		if (plan_system(plan, &cap, system[i]) < 0)
+			goto oom;
+	if (plan_etc(plan, &cap) < 0)
+		goto oom;
+	if (plan_add(plan, &cap, MOP_TMPFS, NULL, "/dev", 0, 0, 1u << 20) < 0)
+		goto oom;
+	static const char *const devs[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	for (size_t i = 0; i < ARRAY_SIZE(devs); i++) {
+		char d[32];
+		snprintf(d, sizeof(d), "/dev/%s", devs[i]);
+		if (plan_add(plan, &cap, MOP_BIND_DEV, d, d, 1, LL_READ | LL_WRITE | LL_DEV, 0) < 0)
+			goto oom;
+	}
+	if (plan_add(plan, &cap, MOP_DEVPTS, NULL, "/dev/pts", 0, LL_READ | LL_WRITE | LL_DEV,
+	             0) < 0 ||
+	    plan_add(plan, &cap, MOP_TMPFS, NULL, "/dev/shm", 0, LL_READ | LL_WRITE,
+	             tmpfs_size) < 0 ||
+	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd", "/dev/fd", 0, 0, 0) < 0 ||
+	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd/0", "/dev/stdin", 0, 0, 0) < 0 ||
+	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0, 0, 0) < 0 ||
+	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0, 0, 0) < 0)
+		goto oom;
+	if (plan_add(plan, &cap, MOP_PROC, NULL, "/proc", 0, LL_READ, 0) < 0)
+		goto oom;
+	/* Kernel knobs that are not namespaced stay read-only even for a sandbox running as
+	 * uid 0 (a write to core_pattern or sysrq-trigger would reach the host). */
+	static const char *const proc_ro[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+	                                      "/proc/bus", "/proc/fs", "/proc/acpi",
+	                                      "/proc/scsi", "/proc/keys", "/proc/kcore"};
+	for (size_t i = 0; i < ARRAY_SIZE(proc_ro); i++)
+		if (plan_add(plan, &cap, MOP_RO_REMOUNT, NULL, proc_ro[i], 1, 0, 0) < 0)
+			goto oom;
+	if (plan_add(plan, &cap, MOP_TMPFS, NULL, "/tmp", 0, LL_READ | LL_WRITE | LL_EXEC,
+	             tmpfs_size) < 0)
+		goto oom;
+	/* The workspace last among the binds: everything after it that lands inside it must
+	 * resolve without following the symlinks the sandbox may have planted there. */
+	struct mount_op *ws_op;
+	if (plan_add(plan, &cap, MOP_BIND_RW, workspace, workspace, 0,
+	             LL_READ | LL_WRITE | LL_EXEC, 0) < 0)
+		goto oom;
+	ws_op = &plan->ops[plan->n_ops - 1];
+	ws_op->no_symlinks = 1;
+	plan->cwd = strdup(cwd ? cwd : workspace);
+	plan->buf1 = malloc(PATH_MAX);
+	plan->buf2 = malloc(PATH_MAX);
+	if (!plan->cwd || !plan->buf1 || !plan->buf2)
+		goto oom;
+	return 0;
+oom:
+	mount_plan_free(plan);
+	return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "mount", "mount: out of memory");
+}
+
+void mount_plan_free(struct mount_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		free((char *)plan->ops[i].src);
+		free((char *)plan->ops[i].dst);
+	}
+	free(plan->ops);
+	free((char *)plan->cwd);
+	free(plan->buf1);
+	free(plan->buf2);
+	memset(plan, 0, sizeof(*plan));
+}
+
+/* ---- child: carrying it out ------------------------------------------------------------- */
+
+static size_t s_len(const char *s)
+{
+	size_t n = 0;
+	while (s[n])
+		n++;
+	return n;
+}
+
+static int s_join(char *out, const char *a, const char *b)
+{
+	size_t la = s_len(a), lb = s_len(b);
+	if (la + lb + 1 > PATH_MAX)
+		return -ENAMETOOLONG;
+	for (size_t i = 0; i < la; i++)
+		out[i] = a[i];
+	for (size_t i = 0; i <= lb; i++)
+		out[la + i] = b[i];
+	return 0;
+}
+
+static int sys_openat2(int dirfd, const char *path, int flags, uint64_t resolve)
+{
+	struct open_how how = {.flags = (uint64_t)flags, .mode = 0, .resolve = resolve};
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+static int sys_open_tree(int dirfd, const char *path, unsigned flags)
+{
+	int fd = (int)syscall(SYS_open_tree, dirfd, path, flags);
+	return fd < 0 ? -errno : fd;
+}
+
+static int sys_move_mount(int from_dfd, const char *from, int to_dfd, const char *to,
+                          unsigned flags)
+{
+	return syscall(SYS_move_mount, from_dfd, from, to_dfd, to, flags) < 0 ? -errno : 0;
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags, uint64_t set)
+{
+	struct mount_attr attr = {.attr_set = set};
+	return syscall(SYS_mount_setattr, dfd, path, flags, &attr, sizeof(attr)) < 0 ? -errno : 0;
+}
+
+/* Create the target (a directory, or an empty file when is_file) below rootfd, one component
+ * at a time, never following a symlink, and return an O_PATH fd of it. */
+static int make_target(int rootfd, const char *abs, int is_file, char *buf)
+{
+	const char *p = abs;
+	while (*p == '/')
+		p++;
+	int dirfd = rootfd, r;
+	for (;;) {
+		const char *end = p;
+		while (*end && *end != '/')
+			end++;
+		size_t n = (size_t)(end - p);
+		if (n == 0 || n >= NAME_MAX + 1) {
+			r = n ? -ENAMETOOLONG : -EINVAL;
+			break;
+		}
+		for (size_t i = 0; i < n; i++)
+			buf[i] = p[i];
+		buf[n] = 0;
+		int last = *end == 0;
+		if (last && is_file) {
+			int fd = openat(dirfd, buf, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fd >= 0)
+				close(fd);
+			else if (errno != EEXIST) {
+				r = -errno;
+				break;
+			}
+		} else if (mkdirat(dirfd, buf, 0755) < 0 && errno != EEXIST) {
+			r = -errno;
+			break;
+		}
+		r = sys_openat2(dirfd, buf, O_PATH | O_CLOEXEC,
+		                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+		if (dirfd != rootfd)
+			close(dirfd);
+		if (r < 0 || last)
+			return r;
+		dirfd = r;
+		p = end;
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return dirfd;
+	}
+	if (dirfd != rootfd)
+		close(dirfd);
+	return r;
+}
+
+/* Attach a clone of the tree at srcfd onto the target, with attributes applied to every
+ * submount of the clone before it becomes visible. */
+static int attach_clone(int srcfd, int rootfd, const char *dst, int is_file, uint64_t attrs,
+                        char *buf)
+{
+	int tree = sys_open_tree(srcfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
+	                                        AT_RECURSIVE);
+	if (tree < 0)
+		return tree;
+	int r = sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs);
+	if (r == 0) {
+		int tfd = make_target(rootfd, dst, is_file, buf);
+		if (tfd < 0) {
+			r = tfd;
+		} else {
+			r = sys_move_mount(tree, "", tfd, "",
+			                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+			close(tfd);
+		}
+	}
+	close(tree);
+	return r;
+}
+
+static int do_bind(const struct mount_op *op, int rootfd, const struct mount_plan *plan,
+                   uint64_t attrs)
+{
+	int r = s_join(plan->buf2, OLDROOT, op->src);
+	if (r < 0)
+		return r;
+	/* System paths are trusted host paths; user-given ones (the workspace) must not be
+	 * swapped for a symlink between the parent's check and this open. */
+	uint64_t resolve = op->no_symlinks ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS : 0;
+	int src = sys_openat2(AT_FDCWD, plan->buf2, O_PATH | O_CLOEXEC, resolve);
+	if (src < 0)
+		return (src == -ENOENT && op->optional) ? 0 : src;
+	struct stat st;
+	if (fstat(src, &st) < 0) {
+		r = -errno;
+		close(src);
+		return r;
+	}
+	r = attach_clone(src, rootfd, op->dst, !S_ISDIR(st.st_mode), attrs, plan->buf1);
+	close(src);
+	return r;
+}
+
+static int do_fs(const struct mount_op *op, int rootfd, const char *fstype, unsigned long flags,
+                 const char *data, char *buf, char *pathbuf)
+{
+	int tfd = make_target(rootfd, op->dst, 0, buf);
+	if (tfd < 0)
+		return tfd;
+	close(tfd);
+	int r = s_join(pathbuf, NEWROOT, op->dst);
+	if (r < 0)
+		return r;
+	return mount(fstype, pathbuf, fstype, flags, data) < 0 ? -errno : 0;
+}
+
+static void fmt_tmpfs_opts(char *out, uint64_t size, const char *mode)
+{
+	/* "mode=1777,size=NNNN" without snprintf */
+	const char *pre = "mode=";
+	size_t o = 0;
+	for (size_t i = 0; pre[i]; i++)
+		out[o++] = pre[i];
+	for (size_t i = 0; mode[i]; i++)
+		out[o++] = mode[i];
+	if (size) {
+		const char *s = ",size=";
+		for (size_t i = 0; s[i]; i++)
+			out[o++] = s[i];
+		char digits[24];
+		int n = 0;
+		do {
+			digits[n++] = (char)('0' + size % 10);
+			size /= 10;
+		} while (size);
+		while (n)
+			out[o++] = digits[--n];
+	}
+	out[o] = 0;
+}
+
+static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan *plan)
+{
+	char opts[64];
+	char *buf = plan->buf1, *pbuf = plan->buf2;
+	int r;
+	switch (op->kind) {
+	case MOP_BIND_RO:
+	case MOP_FILE_RO:
+		return do_bind(op, rootfd, plan,
+		               MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	case MOP_BIND_RW:
+		return do_bind(op, rootfd, plan, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	case MOP_BIND_DEV:
+		return do_bind(op, rootfd, plan, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+	case MOP_TMPFS:
+		/* /dev holds only what the plan puts there; /tmp and /dev/shm are for all */
+		fmt_tmpfs_opts(opts, op->size, op->ll_access & LL_WRITE ? "1777" : "0755");
+		return do_fs(op, rootfd, "tmpfs", MS_NOSUID | MS_NODEV, opts, buf, pbuf);
+	case MOP_PROC:
+		return do_fs(op, rootfd, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, buf, pbuf);
+	case MOP_DEVPTS:
+		r = do_fs(op, rootfd, "devpts", MS_NOSUID | MS_NOEXEC,
+		          "newinstance,ptmxmode=0666,mode=620", buf, pbuf);
+		if (r < 0)
+			return r;
+		r = s_join(pbuf, NEWROOT, "/dev/ptmx");
+		if (r < 0)
+			return r;
+		return symlink("pts/ptmx", pbuf) < 0 && errno != EEXIST ? -errno : 0;
+	case MOP_SYMLINK: {
+		/* make the parent, then the link itself */
+		r = s_join(pbuf, NEWROOT, op->dst);
+		if (r < 0)
+			return r;
+		size_t n = s_len(op->dst);
+		while (n > 0 && op->dst[n - 1] != '/')
+			n--;
+		if (n > 1) {
+			char *parent = buf + PATH_MAX / 2;
+			for (size_t i = 0; i < n - 1; i++)
+				parent[i] = op->dst[i];
+			parent[n - 1] = 0;
+			int pfd = make_target(rootfd, parent, 0, buf);
+			if (pfd < 0)
+				return pfd;
+			close(pfd);
+		}
+		return symlink(op->src, pbuf) < 0 && errno != EEXIST ? -errno : 0;
+	}
+	case MOP_DIR: {
+		int fd = make_target(rootfd, op->dst, 0, buf);
+		if (fd < 0)
+			return fd;
+		close(fd);
+		return 0;
+	}
+	case MOP_RO_REMOUNT: {
+		/* bind the path onto itself read-only */
+		int fd = sys_openat2(rootfd, op->dst + 1, O_PATH | O_CLOEXEC,
+		                     RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+		if (fd < 0)
+			return (fd == -ENOENT && op->optional) ? 0 : fd;
+		struct stat st;
+		r = fstat(fd, &st) < 0 ? -errno : 0;
+		if (r == 0)
+			r = attach_clone(fd, rootfd, op->dst, !S_ISDIR(st.st_mode),
+			                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			                         MOUNT_ATTR_NOEXEC,
+			                 buf);
+		close(fd);
+		return r;
+	}
+	}
+	return -EINVAL;
+}
+
+int mount_setup_child(const struct mount_plan *plan, int *failed_op)
+{
+	*failed_op = -1;
+	/* Nothing we mount may propagate back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	if (mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m") < 0)
+		return -errno;
+	if (chdir(SCRATCH) < 0)
+		return -errno;
+	if (mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
+		return -errno;
+	/* Pivot first, so that every host path is reachable as /oldroot/<path> even when the
+	 * scratch directory shadowed it (a workspace under /tmp). */
+	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
+		return -errno;
+	int rootfd = sys_openat2(AT_FDCWD, NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (rootfd < 0)
+		return rootfd;
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		int r = do_op(&plan->ops[i], rootfd, plan);
+		if (r < 0) {
+			*failed_op = (int)i;
+			close(rootfd);
+			return r;
+		}
+	}
+	close(rootfd);
+	/* Drop the host: detach the old root, then make the new root "/" with the
+	 * pivot_root(".", ".") idiom and detach the scratch tmpfs stacked above it. */
+	if (umount2(OLDROOT, MNT_DETACH) < 0)
+		return -errno;
+	if (chdir(NEWROOT) < 0)
+		return -errno;
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return -errno;
+	if (umount2(".", MNT_DETACH) < 0)
+		return -errno;
+	if (chdir("/") < 0)
+		return -errno;
+	/* The root itself is read-only: the sandbox writes only where the plan says. */
+	int r = sys_mount_setattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+	                                                   MOUNT_ATTR_NODEV);
+	if (r < 0)
+		return r;
+	if (chdir(plan->cwd) < 0)
+		return -errno;
+	return 0;
+}

@@ -1,0 +1,182 @@
+/* Interfaces of the kernel mechanisms, one file each under src/sandbox/.
+ *
+ * Naming: *_prepare / *_probe / *_write_* run in the parent (the supervisor) and may
+ * allocate and report through struct corral_error. *_child run in the sandbox child after
+ * clone(): they make raw system calls on memory the parent prepared, never allocate, never
+ * lock, never use stdio, and return 0 or -errno. launch.c alone knows their order.
+ */
+#ifndef CORRAL_SANDBOX_H
+#define CORRAL_SANDBOX_H
+
+#include <linux/filter.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "corral.h"
+
+/* ---- userns.c ------------------------------------------------------------------------- */
+
+/* Is creating a user namespace allowed for this process? 1 yes, 0 no (reason filled). */
+int userns_probe(char *why, size_t whylen);
+/* Parent: write uid_map, setgroups=deny and gid_map for the child `pid`, mapping the
+ * caller's uid/gid to the same ids inside. Returns 0 or -errno; step names the file. */
+int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, const char **failed_file);
+
+/* ---- mount.c -------------------------------------------------------------------------- */
+
+enum mount_op_kind {
+	MOP_BIND_RO,    /* bind a host path read-only (nosuid, nodev) */
+	MOP_BIND_RW,    /* bind a host path read-write (nosuid, nodev) */
+	MOP_BIND_DEV,   /* bind a host device node (nosuid, noexec; dev allowed) */
+	MOP_TMPFS,      /* a fresh tmpfs (nosuid, nodev), mode 1777 for /tmp */
+	MOP_PROC,       /* a fresh procfs of the new pid namespace (nosuid, nodev, noexec) */
+	MOP_DEVPTS,     /* a fresh devpts instance + /dev/ptmx symlink */
+	MOP_SYMLINK,    /* a symlink dst -> src inside the new root */
+	MOP_DIR,        /* an empty directory */
+	MOP_RO_REMOUNT, /* make an already-mounted path inside the new root read-only */
+	MOP_FILE_RO,    /* bind a single host file read-only (src file; dst created as file) */
+};
+
+struct mount_op {
+	enum mount_op_kind kind;
+	const char *src;       /* host path (for binds: absolute, resolved by the parent) */
+	const char *dst;       /* absolute path inside the sandbox */
+	int optional;          /* skip silently when src does not exist */
+	int no_symlinks;       /* resolve src with RESOLVE_NO_SYMLINKS (user-supplied paths) */
+	uint64_t size;         /* tmpfs size in bytes (0: kernel default) */
+	unsigned ll_access;    /* Landlock rights (LL_*) the plan grants beneath dst */
+};
+
+struct mount_plan {
+	struct mount_op *ops;
+	size_t n_ops;
+	const char *cwd;       /* absolute cwd inside the sandbox */
+	/* Scratch buffers for the child (preallocated by mount_plan_init; PATH_MAX each). */
+	char *buf1, *buf2;
+};
+
+/* Parent: build the default plan (system read-only, filtered /etc, workspace read-write,
+ * private /tmp, fresh /proc, minimal /dev). Strings are owned by the plan. */
+struct corral_cfg_internal;
+int mount_plan_build(struct mount_plan *plan, const char *workspace, const char *cwd,
+                     uint64_t tmpfs_size, struct corral_error *err);
+void mount_plan_free(struct mount_plan *plan);
+/* Child: make mounts private, build the new root on a tmpfs, pivot_root into it, detach the
+ * old root, chdir to plan->cwd. On failure *failed_op is the index of the failing op (or -1
+ * for the root/pivot steps). */
+int mount_setup_child(const struct mount_plan *plan, int *failed_op);
+
+/* ---- net.c ---------------------------------------------------------------------------- */
+
+/* Child: bring up "lo" in the new network namespace. */
+int net_loopback_up_child(void);
+
+/* ---- landlock.c ----------------------------------------------------------------------- */
+
+#define LL_READ 1u  /* read files, list directories */
+#define LL_WRITE 2u /* write, create, remove, rename, truncate */
+#define LL_EXEC 4u  /* execute */
+#define LL_DEV 8u   /* ioctl on character devices (ABI >= 5) */
+#define LL_LIST 16u /* list directories only (READ_DIR), no file contents */
+
+struct landlock_rule {
+	const char *path; /* path as the child sees it at apply time */
+	unsigned access;  /* LL_* bits */
+};
+
+struct landlock_spec {
+	int abi;                     /* ABI to use (from landlock_probe_abi), > 0 */
+	const struct landlock_rule *rules;
+	size_t n_rules;
+	int deny_tcp;                /* ABI >= 4: handle TCP bind/connect with no rule (= deny) */
+	int scope;                   /* ABI >= 6: scope abstract unix sockets and signals */
+};
+
+/* Any side: the highest Landlock ABI the kernel offers, 0 when unavailable. */
+int landlock_probe_abi(void);
+/* Child: create the ruleset, add each rule (a missing path is skipped), restrict self.
+ * Requires no_new_privs or CAP_SYS_ADMIN in the current user namespace. *failed_rule is the
+ * index of a rule whose add failed, or -1. */
+int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule);
+
+/* ---- seccomp.c ------------------------------------------------------------------------ */
+
+struct seccomp_prog {
+	struct sock_fprog fprog; /* the compiled BPF, owned */
+};
+
+struct seccomp_opts {
+	int allow_userns; /* 1: do not deny unshare/clone(CLONE_NEWUSER) */
+};
+
+/* Parent: compile the default deny-list filter with libseccomp once (callers may cache the
+ * result and reuse it for many launches). */
+int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
+                    struct corral_error *err);
+void seccomp_prog_free(struct seccomp_prog *prog);
+/* Child: load the compiled filter (needs no_new_privs set before). */
+int seccomp_apply_child(const struct seccomp_prog *prog);
+/* Any side: is seccomp filtering available? */
+int seccomp_probe(void);
+
+/* ---- caps.c --------------------------------------------------------------------------- */
+
+/* Child: drop every capability from the bounding set, the ambient set, and the inheritable,
+ * permitted and effective sets; keep no capability across exec. */
+int caps_drop_all_child(void);
+/* Child: PR_SET_NO_NEW_PRIVS. */
+int caps_no_new_privs_child(void);
+
+/* ---- rlimit.c ------------------------------------------------------------------------- */
+
+struct rlimit_plan {
+	int resource[8];
+	struct rlimit value[8];
+	size_t n;
+};
+
+/* Parent: translate limits into setrlimit calls (core 0 always). */
+void rlimit_plan_build(struct rlimit_plan *plan, uint64_t cpu_s, uint64_t mem_bytes,
+                       uint64_t nproc, uint64_t nofile, uint64_t fsize, int mem_in_cgroup,
+                       int pids_in_cgroup);
+/* Child: apply the plan. *failed is the resource that failed. */
+int rlimit_apply_child(const struct rlimit_plan *plan, int *failed);
+
+/* ---- cgroup.c ------------------------------------------------------------------------- */
+
+struct cgroup_handle;
+
+struct cgroup_limits {
+	uint64_t memory_bytes; /* 0: none */
+	uint64_t pids;         /* 0: none */
+	uint64_t cpu_pct;      /* 0: none; 100 = one full CPU (v2 cpu.max, v1 cpu.cfs_quota_us) */
+};
+
+/* Which cgroup setup this host offers, for `corral check` and the isolation record:
+ * 2 (v2 with a writable subtree), 1 (v1 memory+pids writable), 0 none. detail filled. */
+int cgroup_probe(char *detail, size_t len);
+/* Parent: create a per-run cgroup and set the limits. */
+int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
+                   struct corral_error *err);
+/* Parent: fd of the v2 cgroup directory for CLONE_INTO_CGROUP, or -1 (v1). */
+int cgroup_clone_fd(const struct cgroup_handle *cg);
+/* Parent: move pid into the cgroup (v1, or v2 when CLONE_INTO_CGROUP was not used). */
+int cgroup_attach(struct cgroup_handle *cg, pid_t pid, struct corral_error *err);
+/* Parent: did the memory limit kill something (memory.events oom_kill / v1 oom_control)? */
+int cgroup_oom_killed(struct cgroup_handle *cg);
+/* Parent: did a fork fail at pids.max (pids.events max)? */
+int cgroup_pids_hit(struct cgroup_handle *cg);
+/* Parent: peak memory in KiB, or 0 when unknown. */
+uint64_t cgroup_peak_kb(struct cgroup_handle *cg);
+/* Parent: kill every process in the cgroup (cgroup.kill on v2, a freeze+kill loop on v1). */
+int cgroup_kill_all(struct cgroup_handle *cg);
+/* Parent: number of processes still in the cgroup (for tests and teardown). */
+int cgroup_count_procs(struct cgroup_handle *cg);
+/* Parent: a short description ("v1 memory,pids" / "v2 memory,pids,cpu"). */
+const char *cgroup_describe(const struct cgroup_handle *cg);
+/* Parent: kill remaining processes, remove the directory, free. */
+void cgroup_destroy(struct cgroup_handle *cg);
+
+#endif

@@ -1,0 +1,381 @@
+/* seccomp: the default deny-list filter, compiled once in the parent with libseccomp and
+ * loaded by the child as raw BPF.
+ *
+ * The filter is a deny-list (default action ALLOW): it removes kernel surface that a build
+ * or a test run never needs and that keeps producing privilege escalations (ptrace, the mount
+ * API, bpf, perf, io_uring, userfaultfd, keyrings, module and kexec loading). Denied calls
+ * fail with an errno (EPERM, or what a kernel without the feature would say) rather than
+ * killing the process, so tools that probe for a feature fall back cleanly and the result
+ * shows an ordinary error instead of a mysterious SIGSYS. Only foreign syscall ABIs (i386,
+ * x32) kill: see set_attrs().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+#include "util.h"
+
+/* glibc 2.36's headers predate these; the numbers are the x86_64 ones. */
+#if defined(__x86_64__) && !defined(__NR_open_tree_attr)
+#define __NR_open_tree_attr 467
+#endif
+
+struct denied_syscall {
+	const char *name;
+	int nr;
+};
+
+/* clang-format off */
+#define DENY(name) {#name, __NR_##name}
+/* clang-format on */
+
+/* Denied unconditionally with EPERM. Numbers come from the kernel headers of the build
+ * architecture, which is the filter's only architecture, so libseccomp needs no name table
+ * and syscalls newer than libseccomp 2.5.4 (open_tree_attr) can still be listed. */
+static const struct denied_syscall deny_list[] = {
+    /* Reading or steering other processes. The pidfd/kcmp calls need the same
+     * PTRACE_MODE access as ptrace, so they go with it. */
+    DENY(ptrace),
+    DENY(process_vm_readv),
+    DENY(process_vm_writev),
+    DENY(kcmp),
+    DENY(pidfd_getfd),
+    DENY(process_madvise),
+    /* The whole mount API: the mount tree is fixed by the launcher, and each of these has
+     * been the entry point of namespace escapes. */
+    DENY(mount),
+    DENY(umount2),
+    DENY(pivot_root),
+    DENY(move_mount),
+    DENY(open_tree),
+#ifdef __NR_open_tree_attr
+    DENY(open_tree_attr),
+#endif
+    DENY(fsopen),
+    DENY(fsmount),
+    DENY(fsconfig),
+    DENY(fspick),
+    DENY(mount_setattr),
+    DENY(setns),
+    /* Kernel code and kernel-wide state. */
+    DENY(kexec_load),
+    DENY(kexec_file_load),
+    DENY(init_module),
+    DENY(finit_module),
+    DENY(delete_module),
+    DENY(acct),
+    DENY(swapon),
+    DENY(swapoff),
+    DENY(reboot),
+    DENY(syslog),
+    DENY(quotactl),
+    DENY(quotactl_fd),
+#ifdef __NR_lookup_dcookie
+    DENY(lookup_dcookie),
+#endif
+#ifdef __NR_nfsservctl
+    DENY(nfsservctl),
+#endif
+#ifdef __NR_uselib
+    DENY(uselib),
+#endif
+    DENY(vhangup),
+#ifdef __NR_iopl
+    DENY(iopl),
+#endif
+#ifdef __NR_ioperm
+    DENY(ioperm),
+#endif
+    /* The clock is shared with the host: no sandbox has a reason to set it. */
+    DENY(settimeofday),
+    DENY(clock_settime),
+    DENY(adjtimex),
+    DENY(clock_adjtime),
+    /* Large, frequently exploited subsystems reachable without privilege. */
+    DENY(bpf),
+    DENY(perf_event_open),
+    DENY(userfaultfd),
+    DENY(io_uring_setup),
+    DENY(io_uring_enter),
+    DENY(io_uring_register),
+    /* Keyrings are not namespaced: a sandbox could read or plant keys of the host user. */
+    DENY(keyctl),
+    DENY(add_key),
+    DENY(request_key),
+    /* File handles bypass path-based confinement (the "shocker" escape); name_to_handle_at
+     * only encodes handles but is useless without its partner. */
+    DENY(open_by_handle_at),
+    DENY(name_to_handle_at),
+};
+
+/* socket() families left usable: local IPC and IP (the network namespace decides where IP
+ * can reach). Netlink, packet, vsock, bluetooth, alg and the rest are the usual source of
+ * kernel bugs and are not needed by ordinary programs. */
+static const int allowed_families[] = {AF_UNIX, AF_INET, AF_INET6};
+
+static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, int nr, unsigned n_cmp,
+                    const struct scmp_arg_cmp *cmp, struct corral_error *err)
+{
+	int rc = seccomp_rule_add_exact_array(ctx, action, nr, n_cmp, n_cmp ? cmp : NULL);
+	if (rc < 0)
+		return corral_set_error(err, CORRAL_ESYS, -rc, "seccomp",
+		                        "seccomp: adding the rule for %s (nr %d) failed: %s; "
+		                        "check that libseccomp matches this architecture",
+		                        name, nr, strerror(-rc));
+	return 0;
+}
+
+/* personality(2) takes an unsigned int, so only the low 32 bits matter. Allowed are 0
+ * (PER_LINUX) and 0xffffffff (the query); everything else — PER_LINUX32,
+ * ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC, MMAP_PAGE_ZERO... — is denied. A libseccomp rule
+ * can compare an argument only once, so "not 0 and not all-ones" is written as: some bit i
+ * is set while bit i+1 (cyclically) is clear. A 32-bit value has such a 1->0 step exactly
+ * when it is neither all zeros nor all ones, so 32 masked compares cover it exactly. */
+static int add_personality_rules(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	for (unsigned i = 0; i < 32; i++) {
+		uint64_t bit = 1ull << i, next = 1ull << ((i + 1) % 32);
+		struct scmp_arg_cmp cmp = SCMP_A0_64(SCMP_CMP_MASKED_EQ, bit | next, bit);
+		int rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "personality", __NR_personality, 1,
+		                  &cmp, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* socket(2) takes an int family. Deny every family below the largest allowed one that is not
+ * allowed, and everything above it compared as a full 64-bit value — a value with any high
+ * bit set lands in the "above" range, so no truncation trick can reach a denied family. */
+static int add_socket_rules(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	int max = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(allowed_families); i++)
+		if (allowed_families[i] > max)
+			max = allowed_families[i];
+
+	for (int fam = 0; fam < max; fam++) {
+		int allowed = 0;
+		for (size_t i = 0; i < ARRAY_SIZE(allowed_families); i++)
+			allowed |= allowed_families[i] == fam;
+		if (allowed)
+			continue;
+		struct scmp_arg_cmp cmp = SCMP_A0_64(SCMP_CMP_EQ, (uint64_t)fam);
+		/* EAFNOSUPPORT is what the kernel says for a family it lacks; programs treat it
+		 * as "not here" and move on, which is the behaviour we want. */
+		int rc = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", __NR_socket, 1, &cmp,
+		                  err);
+		if (rc < 0)
+			return rc;
+	}
+	struct scmp_arg_cmp above = SCMP_A0_64(SCMP_CMP_GT, (uint64_t)max);
+	return add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", __NR_socket, 1, &above, err);
+}
+
+/* TIOCSTI pushes bytes into a terminal's input queue: a sandboxed process that shares the
+ * caller's terminal could type commands into the caller's shell. TIOCLINUX can do the same
+ * through the console selection. The kernel reads the command as an unsigned int, so compare
+ * the low 32 bits only: TIOCSTI | 1 << 32 must not slip past. */
+static int add_ioctl_rules(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	static const unsigned long cmds[] = {TIOCSTI, TIOCLINUX};
+	for (size_t i = 0; i < ARRAY_SIZE(cmds); i++) {
+		struct scmp_arg_cmp cmp = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmds[i]);
+		int rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", __NR_ioctl, 1, &cmp, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A new user namespace gives back a full capability set over new mount/net/... namespaces
+ * and with it most of the kernel surface the rest of this filter and the dropped capabilities
+ * take away. */
+static int add_userns_rules(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	struct scmp_arg_cmp newuser = SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER);
+	int rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "unshare", __NR_unshare, 1, &newuser, err);
+	if (rc < 0)
+		return rc;
+	/* clone's first argument is the flags word on every architecture. */
+	rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", __NR_clone, 1, &newuser, err);
+	if (rc < 0)
+		return rc;
+	/* clone3 passes its flags in memory, out of BPF's reach. ENOSYS makes glibc (and
+	 * other runtimes) fall back to clone, where the flags can be checked. */
+	return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", __NR_clone3, 0, NULL, err);
+}
+
+static int build_rules(scmp_filter_ctx ctx, const struct seccomp_opts *opts,
+                       struct corral_error *err)
+{
+	int rc;
+	for (size_t i = 0; i < ARRAY_SIZE(deny_list); i++) {
+		rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), deny_list[i].name, deny_list[i].nr, 0,
+		              NULL, err);
+		if (rc < 0)
+			return rc;
+	}
+	if ((rc = add_personality_rules(ctx, err)) < 0)
+		return rc;
+	if ((rc = add_socket_rules(ctx, err)) < 0)
+		return rc;
+	if ((rc = add_ioctl_rules(ctx, err)) < 0)
+		return rc;
+	if (!opts || !opts->allow_userns)
+		if ((rc = add_userns_rules(ctx, err)) < 0)
+			return rc;
+	return 0;
+}
+
+static int set_attrs(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	static const struct {
+		enum scmp_filter_attr attr;
+		uint32_t value;
+		const char *what;
+	} attrs[] = {
+	    /* The filter holds the native architecture only. Any other entry point into
+	     * the same kernel — int 0x80 (i386) — would see different syscall numbers
+	     * and slip through a deny-list, so it kills the process. libseccomp also
+	     * routes x32 numbers (bit 30 set) on x86_64 to this action. */
+	    {SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS, "bad-arch action"},
+	    /* launch.c sets no_new_privs itself and we never call seccomp_load(). */
+	    {SCMP_FLTATR_CTL_NNP, 0, "no_new_privs attribute"},
+	    /* A deny-list lets almost every syscall through; a binary search on the
+	     * number keeps those at a handful of compares instead of walking the whole
+	     * list, on kernels without the seccomp action cache (< 5.11). */
+	    {SCMP_FLTATR_CTL_OPTIMIZE, 2, "optimize attribute"},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(attrs); i++) {
+		int rc = seccomp_attr_set(ctx, attrs[i].attr, attrs[i].value);
+		if (rc < 0)
+			return corral_set_error(err, CORRAL_ESYS, -rc, "seccomp",
+			                        "seccomp: setting the %s failed: %s; "
+			                        "libseccomp >= 2.5 is required",
+			                        attrs[i].what, strerror(-rc));
+	}
+	return 0;
+}
+
+/* libseccomp 2.5.4 exports BPF only to a file descriptor: write it to a memfd and read it
+ * back into memory the child can use without any further system call but seccomp(). */
+static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *out, struct corral_error *err)
+{
+	autoclose int fd = memfd_create("corral-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "seccomp",
+		                        "seccomp: memfd_create for the BPF export failed: %s; "
+		                        "the kernel needs memfd support (3.17+)",
+		                        strerror(errno));
+	int rc = seccomp_export_bpf(ctx, fd);
+	if (rc < 0)
+		return corral_set_error(err, CORRAL_ESYS, -rc, "seccomp",
+		                        "seccomp: exporting the BPF program failed: %s; "
+		                        "check the libseccomp installation",
+		                        strerror(-rc));
+
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "seccomp",
+		                        "seccomp: fstat of the BPF export failed: %s",
+		                        strerror(errno));
+	size_t len = (size_t)st.st_size;
+	size_t n = len / sizeof(struct sock_filter);
+	/* The kernel caps a program at BPF_MAXINSNS; a bigger or ragged one is a bug here. */
+	if (len == 0 || len % sizeof(struct sock_filter) != 0 || n > BPF_MAXINSNS)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "seccomp",
+		                        "seccomp: the exported BPF program has a bad size (%zu "
+		                        "bytes); this is a bug in corral or libseccomp",
+		                        len);
+
+	autofree struct sock_filter *filter = malloc(len);
+	if (!filter)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "seccomp",
+		                        "seccomp: out of memory for the BPF program");
+	for (size_t done = 0; done < len;) {
+		ssize_t r = pread(fd, (char *)filter + done, len - done, (off_t)done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return corral_set_error(err, CORRAL_ESYS, r < 0 ? errno : EIO, "seccomp",
+			                        "seccomp: reading back the BPF export failed: %s",
+			                        strerror(r < 0 ? errno : EIO));
+		done += (size_t)r;
+	}
+	out->len = (unsigned short)n;
+	out->filter = steal_pointer(&filter);
+	return 0;
+}
+
+int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
+                    struct corral_error *err)
+{
+	if (!out)
+		return corral_set_error(err, CORRAL_EINVAL, EINVAL, "seccomp",
+		                        "seccomp: no output program given (internal error)");
+	memset(out, 0, sizeof(*out));
+
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	if (!ctx)
+		return corral_set_error(
+		    err, CORRAL_ENOMEM, ENOMEM, "seccomp",
+		    "seccomp: seccomp_init failed (out of memory, or libseccomp "
+		    "does not support this architecture)");
+	int rc = set_attrs(ctx, err);
+	if (rc == 0)
+		rc = build_rules(ctx, opts, err);
+	if (rc == 0)
+		rc = export_bpf(ctx, &out->fprog, err);
+	seccomp_release(ctx);
+	return rc;
+}
+
+void seccomp_prog_free(struct seccomp_prog *prog)
+{
+	if (!prog)
+		return;
+	free(prog->fprog.filter);
+	prog->fprog.filter = NULL;
+	prog->fprog.len = 0;
+}
+
+int seccomp_apply_child(const struct seccomp_prog *prog)
+{
+	if (!prog || !prog->fprog.filter || prog->fprog.len == 0)
+		return -EINVAL;
+	/* No flags: the child is single-threaded here (no TSYNC needed), and SPEC_ALLOW would
+	 * weaken the speculative-store-bypass mitigation the kernel may tie to seccomp. */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog->fprog) < 0)
+		return -errno;
+	return 0;
+}
+
+int seccomp_probe(void)
+{
+	/* PR_GET_SECCOMP fails with EINVAL when the kernel lacks CONFIG_SECCOMP. */
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
+		return 0;
+	/* SECCOMP_GET_ACTION_AVAIL (4.14) proves the seccomp() syscall and filter mode exist,
+	 * and the filter relies on both of these actions. */
+	static const uint32_t actions[] = {SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS};
+	for (size_t i = 0; i < ARRAY_SIZE(actions); i++) {
+		uint32_t action = actions[i];
+		if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
+			return 0;
+	}
+	return 1;
+}

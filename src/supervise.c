@@ -1,0 +1,634 @@
+/* Supervision: one epoll set per run over the pidfd, the output pipes, the stdin pipe, the
+ * report pipe and one timerfd for every deadline (timeout, kill grace, output drain).
+ * corral_run() is corral_spawn() plus corral_proc_step() until done. */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+
+/* How long output may keep flowing after the sandbox's init is gone. In a pid namespace every
+ * writer died with the init, so this only bounds the odd case (mode none) of a process that
+ * escaped the sweep while holding the pipe. */
+#define DRAIN_MS 500
+/* After SIGKILL of a non-pid-namespace sandbox, how long the init gets to sweep. */
+#define SWEEP_MS 1000
+#define READ_CHUNK 65536
+
+enum { TAG_PIDFD = 1, TAG_OUT, TAG_ERR, TAG_IN, TAG_REPORT, TAG_TIMER };
+
+struct corral_proc {
+	struct corral_config *cfg;
+	struct corral_result *res;
+	struct launch_out lo;
+	int epfd, timerfd;
+	struct capture cap[2];
+	size_t in_off;
+	uint64_t t_start;
+	uint64_t dl_timeout, dl_kill, dl_drain, dl_sweep; /* absolute ms; 0 = unset */
+	bool reaped, got_exit, got_fail, killed, cancelled, finished, result_taken;
+	pid_t cmd_pid;
+	struct report exit_rep, fail_rep;
+	int init_status;
+	struct rusage init_ru;
+	char *chunk;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void ep_del(corral_proc *p, int *fd)
+{
+	if (*fd < 0)
+		return;
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, *fd, NULL);
+	close(*fd);
+	*fd = -1;
+}
+
+static int ep_add(corral_proc *p, int fd, uint32_t events, int tag)
+{
+	struct epoll_event ev = {.events = events, .data.u32 = (uint32_t)tag};
+	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void arm_timer(corral_proc *p)
+{
+	uint64_t next = 0;
+	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep};
+	for (size_t i = 0; i < ARRAY_SIZE(dls); i++)
+		if (dls[i] && (!next || dls[i] < next))
+			next = dls[i];
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (next) {
+		/* CLOCK_MONOTONIC absolute; 0 would disarm, so never pass 0 */
+		its.it_value.tv_sec = (time_t)(next / 1000);
+		its.it_value.tv_nsec = (long)(next % 1000) * 1000000 + 1;
+	}
+	timerfd_settime(p->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static int send_init(corral_proc *p, int sig)
+{
+	if (p->reaped || p->lo.pidfd < 0)
+		return 0;
+	return (int)syscall(SYS_pidfd_send_signal, p->lo.pidfd, sig, NULL, 0);
+}
+
+/* Kill the whole sandbox. A pid namespace dies with its init; a cgroup is killed as a whole;
+ * without either, the init sweeps its descendants (it is their subreaper) and the command's
+ * process group is killed directly in case the init itself is stuck. */
+static void hard_kill(corral_proc *p)
+{
+	if (p->killed)
+		return;
+	p->killed = true;
+	if (p->lo.cg)
+		cgroup_kill_all(p->lo.cg);
+	if (p->lo.pidns) {
+		send_init(p, SIGKILL);
+		return;
+	}
+	if (p->cmd_pid > 0)
+		kill(-p->cmd_pid, SIGKILL);
+	send_init(p, SIGUSR1);
+	p->dl_sweep = now_ms() + SWEEP_MS;
+}
+
+static void begin_stop(corral_proc *p, uint64_t grace_ms)
+{
+	if (p->dl_kill || p->killed)
+		return;
+	if (grace_ms == 0) {
+		hard_kill(p);
+		return;
+	}
+	/* The init forwards SIGTERM to the command's process group. */
+	send_init(p, SIGTERM);
+	p->dl_kill = now_ms() + grace_ms;
+}
+
+static void feed(corral_proc *p, int stream, const char *buf, size_t n)
+{
+	if (p->cfg->out_cb)
+		p->cfg->out_cb(p->cfg->out_ud, stream, buf, n);
+	capture_feed(&p->cap[stream - 1], buf, n);
+}
+
+static void read_output(corral_proc *p, int *fd, int stream)
+{
+	/* Bounded per step, so one flooding stream cannot starve the other or the timers. */
+	for (int i = 0; i < 16 && *fd >= 0; i++) {
+		ssize_t n = read(*fd, p->chunk, READ_CHUNK);
+		if (n > 0) {
+			feed(p, stream, p->chunk, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EINTR))
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		ep_del(p, fd); /* EOF or error */
+	}
+}
+
+static void write_stdin(corral_proc *p)
+{
+	const struct corral_config *c = p->cfg;
+	/* A closed reader must not kill the caller with SIGPIPE: block it for this write and
+	 * consume a pending one, the usual library-safe idiom. */
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	while (p->lo.in_fd >= 0 && p->in_off < c->stdin_len) {
+		ssize_t n = write(p->lo.in_fd, c->stdin_data + p->in_off, c->stdin_len - p->in_off);
+		if (n > 0) {
+			p->in_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		ep_del(p, &p->lo.in_fd); /* EPIPE: the command closed stdin */
+		struct timespec zero = {0, 0};
+		sigtimedwait(&pipe_set, NULL, &zero);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (p->lo.in_fd >= 0 && p->in_off >= c->stdin_len)
+		ep_del(p, &p->lo.in_fd); /* all written: EOF for the command */
+}
+
+static void read_reports(corral_proc *p)
+{
+	while (p->lo.report_fd >= 0) {
+		struct report r;
+		ssize_t n = read(p->lo.report_fd, &r, sizeof(r));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n != (ssize_t)sizeof(r)) {
+			ep_del(p, &p->lo.report_fd);
+			return;
+		}
+		if (r.kind == REPORT_FAIL && !p->got_fail) {
+			p->fail_rep = r;
+			p->got_fail = true;
+		} else if (r.kind == REPORT_EXEC_OK) {
+			p->cmd_pid = r.detail;
+		} else if (r.kind == REPORT_EXIT) {
+			p->exit_rep = r;
+			p->got_exit = true;
+		}
+	}
+}
+
+static void reap(corral_proc *p)
+{
+	siginfo_t si;
+	memset(&si, 0, sizeof(si));
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	/* waitid with rusage is only reachable through the raw system call. */
+	long r = syscall(SYS_waitid, P_PIDFD, p->lo.pidfd, &si, WEXITED | WNOHANG | __WALL, &ru);
+	if (r < 0 || si.si_pid == 0)
+		return;
+	p->reaped = true;
+	p->init_ru = ru;
+	p->init_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status;
+	read_reports(p);
+	p->dl_timeout = p->dl_kill = p->dl_sweep = 0;
+	p->dl_drain = now_ms() + DRAIN_MS;
+	ep_del(p, &p->lo.pidfd);
+	ep_del(p, &p->lo.in_fd);
+}
+
+static void on_timer(corral_proc *p)
+{
+	uint64_t exp;
+	ssize_t n = read(p->timerfd, &exp, sizeof(exp));
+	(void)n;
+	uint64_t t = now_ms();
+	if (p->dl_timeout && t >= p->dl_timeout) {
+		p->dl_timeout = 0;
+		p->res->timed_out = 1;
+		begin_stop(p, p->cfg->kill_after_ms);
+	}
+	if (p->dl_kill && t >= p->dl_kill) {
+		p->dl_kill = 0;
+		hard_kill(p);
+	}
+	if (p->dl_sweep && t >= p->dl_sweep) {
+		/* the init did not finish its sweep: kill it too */
+		p->dl_sweep = 0;
+		send_init(p, SIGKILL);
+	}
+	if (p->dl_drain && t >= p->dl_drain) {
+		p->dl_drain = 0;
+		ep_del(p, &p->lo.out_fd);
+		ep_del(p, &p->lo.err_fd);
+	}
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+static void classify(corral_proc *p)
+{
+	struct corral_result *res = p->res;
+	int st = p->got_exit ? p->exit_rep.status : -1;
+	if (p->got_exit) {
+		res->user_ms = (uint64_t)p->exit_rep.user_us / 1000;
+		res->sys_ms = (uint64_t)p->exit_rep.sys_us / 1000;
+	}
+	/* The init's own rusage includes everything it reaped. */
+	uint64_t u = (uint64_t)p->init_ru.ru_utime.tv_sec * 1000 +
+	             (uint64_t)p->init_ru.ru_utime.tv_usec / 1000;
+	uint64_t s = (uint64_t)p->init_ru.ru_stime.tv_sec * 1000 +
+	             (uint64_t)p->init_ru.ru_stime.tv_usec / 1000;
+	if (u > res->user_ms)
+		res->user_ms = u;
+	if (s > res->sys_ms)
+		res->sys_ms = s;
+	res->max_rss_kb = (uint64_t)p->init_ru.ru_maxrss;
+	if (p->got_exit && p->exit_rep.maxrss_kb > (int64_t)res->max_rss_kb)
+		res->max_rss_kb = (uint64_t)p->exit_rep.maxrss_kb;
+
+	if (st >= 0 && WIFEXITED(st)) {
+		res->exited = 1;
+		res->exit_code = WEXITSTATUS(st);
+	} else if (st >= 0 && WIFSIGNALED(st)) {
+		res->signal = WTERMSIG(st);
+	} else {
+		/* The init was killed before it could report: everything died by SIGKILL. */
+		res->signal = SIGKILL;
+	}
+	if (p->got_fail) {
+		launch_report_error(&p->fail_rep, p->cfg, &res->error);
+		if (p->fail_rep.step != 0 && res->error.code != CORRAL_ENOTFOUND &&
+		    res->error.code != CORRAL_ENOEXEC) {
+			res->exited = 0;
+			res->exit_code = -1;
+			res->signal = 0;
+		}
+	}
+	if (res->timed_out)
+		res->limit = CORRAL_HIT_TIMEOUT;
+	else if (res->signal == SIGXCPU ||
+	         (res->signal == SIGKILL && p->cfg->limits[CORRAL_LIMIT_CPU_S] &&
+	          res->user_ms + res->sys_ms + 100 >= p->cfg->limits[CORRAL_LIMIT_CPU_S] * 1000))
+		res->limit = CORRAL_HIT_CPU;
+	else if (res->signal == SIGXFSZ)
+		res->limit = CORRAL_HIT_FSIZE;
+	else if (p->lo.cg && cgroup_oom_killed(p->lo.cg))
+		res->limit = CORRAL_HIT_MEMORY;
+	else if (p->lo.cg && cgroup_pids_hit(p->lo.cg) && !(res->exited && res->exit_code == 0))
+		res->limit = CORRAL_HIT_PIDS;
+	if (p->lo.cg) {
+		uint64_t peak = cgroup_peak_kb(p->lo.cg);
+		if (peak > res->max_rss_kb)
+			res->max_rss_kb = peak;
+	}
+}
+
+static void finish(corral_proc *p)
+{
+	struct corral_result *res = p->res;
+	res->duration_ms = now_ms() - p->t_start;
+	classify(p);
+	for (int s = 0; s < 2; s++) {
+		size_t len = 0;
+		char *buf = capture_finish(&p->cap[s], &len);
+		if (s == 0) {
+			res->stdout_buf = buf;
+			res->stdout_len = buf ? len : 0;
+			res->stdout_bytes = p->cap[0].total;
+			res->stdout_truncated = capture_truncated(&p->cap[0]);
+		} else {
+			res->stderr_buf = buf;
+			res->stderr_len = buf ? len : 0;
+			res->stderr_bytes = p->cap[1].total;
+			res->stderr_truncated = capture_truncated(&p->cap[1]);
+		}
+		capture_free(&p->cap[s]);
+	}
+	if (p->lo.cg) {
+		cgroup_destroy(p->lo.cg);
+		p->lo.cg = NULL;
+	}
+	if (p->lo.private_tmp) {
+		nftw(p->lo.private_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(p->lo.private_tmp);
+		p->lo.private_tmp = NULL;
+	}
+	p->finished = true;
+}
+
+static bool is_done(const corral_proc *p)
+{
+	return p->reaped && p->lo.out_fd < 0 && p->lo.err_fd < 0;
+}
+
+int corral_proc_step(corral_proc *p, int timeout_ms, struct corral_error *err)
+{
+	if (p->finished)
+		return 1;
+	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	for (;;) {
+		struct epoll_event evs[8];
+		int wait = timeout_ms;
+		if (timeout_ms > 0) {
+			uint64_t t = now_ms();
+			wait = t >= until ? 0 : (int)(until - t);
+		}
+		int n = epoll_wait(p->epfd, evs, 8, wait);
+		if (n < 0) {
+			if (errno == EINTR) {
+				if (timeout_ms == 0)
+					return 0;
+				continue;
+			}
+			return corral_set_error(err, CORRAL_ESYS, errno, "supervise",
+			                        "supervise: epoll_wait: %s", strerror(errno));
+		}
+		for (int i = 0; i < n; i++) {
+			switch (evs[i].data.u32) {
+			case TAG_OUT:
+				read_output(p, &p->lo.out_fd, 1);
+				break;
+			case TAG_ERR:
+				read_output(p, &p->lo.err_fd, 2);
+				break;
+			case TAG_IN:
+				write_stdin(p);
+				break;
+			case TAG_REPORT:
+				read_reports(p);
+				break;
+			case TAG_PIDFD:
+				reap(p);
+				break;
+			case TAG_TIMER:
+				on_timer(p);
+				break;
+			}
+		}
+		arm_timer(p);
+		if (is_done(p)) {
+			finish(p);
+			return 1;
+		}
+		if (timeout_ms == 0 || (timeout_ms > 0 && now_ms() >= until))
+			return 0;
+	}
+}
+
+static void proc_free(corral_proc *p)
+{
+	if (!p)
+		return;
+	int *fds[] = {&p->lo.pidfd, &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd, &p->lo.report_fd,
+	              &p->timerfd, &p->epfd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+	capture_free(&p->cap[0]);
+	capture_free(&p->cap[1]);
+	if (p->lo.cg)
+		cgroup_destroy(p->lo.cg);
+	if (p->lo.private_tmp) {
+		nftw(p->lo.private_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(p->lo.private_tmp);
+	}
+	if (!p->result_taken)
+		corral_result_free(p->res);
+	corral_config_free(p->cfg);
+	free(p->chunk);
+	free(p);
+}
+
+static int validate(const struct corral_config *cfg, struct corral_error *err)
+{
+	if (!cfg->argv)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: no command set; set argv or a shell string");
+	if (!cfg->workspace)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
+		                        "config: no workspace set; set a workspace directory");
+	return 0;
+}
+
+static int fill_result_identity(struct corral_result *res, const struct corral_config *cfg)
+{
+	size_t n = 0;
+	while (cfg->argv[n])
+		n++;
+	res->argv = calloc(n + 1, sizeof(char *));
+	if (!res->argv)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!(res->argv[i] = strdup(cfg->argv[i])))
+			return -1;
+	if (cfg->shell && !(res->command = strdup(cfg->shell)))
+		return -1;
+	return 0;
+}
+
+int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_error *err)
+{
+	*out = NULL;
+	int r = validate(cfg, err);
+	if (r < 0)
+		return r;
+	corral_proc *p = calloc(1, sizeof(*p));
+	if (!p)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "spawn", "out of memory");
+	p->lo.pidfd = p->lo.out_fd = p->lo.err_fd = p->lo.in_fd = p->lo.report_fd = -1;
+	p->timerfd = p->epfd = -1;
+	p->cfg = config_dup(cfg);
+	p->res = result_new();
+	p->chunk = malloc(READ_CHUNK);
+	if (!p->cfg || !p->res || !p->chunk || fill_result_identity(p->res, cfg) < 0) {
+		proc_free(p);
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "spawn", "out of memory");
+	}
+	/* The config copy no longer owns the caller's stdin fd beyond the launch. */
+	capture_init(&p->cap[0], cfg->output_cap);
+	capture_init(&p->cap[1], cfg->output_cap);
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (p->epfd < 0 || p->timerfd < 0) {
+		r = corral_set_error(err, CORRAL_ESYS, errno, "spawn",
+		                     "spawn: cannot create the event loop: %s; raise the open-files "
+		                     "limit",
+		                     strerror(errno));
+		proc_free(p);
+		return r;
+	}
+	p->t_start = now_ms();
+	r = launch_start(p->cfg, p->res, &p->lo, err);
+	if (r < 0) {
+		proc_free(p);
+		return r;
+	}
+	int fds[] = {p->lo.out_fd, p->lo.err_fd, p->lo.report_fd, p->lo.in_fd};
+	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+		if (fds[i] >= 0)
+			fcntl(fds[i], F_SETFL, O_NONBLOCK);
+	if (ep_add(p, p->lo.pidfd, EPOLLIN, TAG_PIDFD) < 0 ||
+	    ep_add(p, p->lo.out_fd, EPOLLIN, TAG_OUT) < 0 ||
+	    ep_add(p, p->lo.err_fd, EPOLLIN, TAG_ERR) < 0 ||
+	    ep_add(p, p->lo.report_fd, EPOLLIN, TAG_REPORT) < 0 ||
+	    (p->lo.in_fd >= 0 && ep_add(p, p->lo.in_fd, EPOLLOUT, TAG_IN) < 0) ||
+	    ep_add(p, p->timerfd, EPOLLIN, TAG_TIMER) < 0) {
+		r = corral_set_error(err, CORRAL_ESYS, errno, "spawn", "spawn: epoll_ctl: %s",
+		                     strerror(errno));
+		corral_proc_destroy(p);
+		return r;
+	}
+	if (p->cfg->timeout_ms)
+		p->dl_timeout = p->t_start + p->cfg->timeout_ms;
+	arm_timer(p);
+	*out = p;
+	return 0;
+}
+
+int corral_proc_fd(const corral_proc *p)
+{
+	return p->epfd;
+}
+int corral_proc_pidfd(const corral_proc *p)
+{
+	return p->lo.pidfd;
+}
+int corral_proc_stdout_fd(const corral_proc *p)
+{
+	return p->lo.out_fd;
+}
+int corral_proc_stderr_fd(const corral_proc *p)
+{
+	return p->lo.err_fd;
+}
+pid_t corral_proc_pid(const corral_proc *p)
+{
+	return p->lo.pid;
+}
+
+int corral_proc_next_timeout_ms(const corral_proc *p)
+{
+	uint64_t next = 0;
+	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep};
+	for (size_t i = 0; i < ARRAY_SIZE(dls); i++)
+		if (dls[i] && (!next || dls[i] < next))
+			next = dls[i];
+	if (!next)
+		return -1;
+	uint64_t t = now_ms();
+	return next <= t ? 0 : (int)(next - t);
+}
+
+int corral_proc_cancel(corral_proc *p, uint64_t grace_ms, struct corral_error *err)
+{
+	(void)err;
+	if (p->finished || p->reaped)
+		return 0;
+	p->cancelled = true;
+	p->dl_timeout = 0;
+	begin_stop(p, grace_ms);
+	arm_timer(p);
+	return 0;
+}
+
+int corral_proc_result(corral_proc *p, struct corral_result **out, struct corral_error *err)
+{
+	if (!p->finished || p->result_taken)
+		return corral_set_error(err, CORRAL_ESTATE, 0, "result",
+		                        "result: the run has not finished, or its result was already "
+		                        "taken");
+	p->result_taken = true;
+	*out = p->res;
+	return 0;
+}
+
+void corral_proc_destroy(corral_proc *p)
+{
+	if (!p)
+		return;
+	if (!p->reaped && p->lo.pidfd >= 0) {
+		hard_kill(p);
+		if (!p->lo.pidns) {
+			/* give the init its sweep, then make sure */
+			for (int i = 0; i < SWEEP_MS / 10 && !p->reaped; i++) {
+				struct timespec ts = {0, 10 * 1000000};
+				nanosleep(&ts, NULL);
+				reap(p);
+			}
+		}
+		send_init(p, SIGKILL);
+		siginfo_t si;
+		while (waitid(P_PIDFD, (id_t)p->lo.pidfd, &si, WEXITED | __WALL) < 0 &&
+		       errno == EINTR)
+			;
+		p->reaped = true;
+	}
+	proc_free(p);
+}
+
+int corral_run(const corral_config *cfg, struct corral_result **out, struct corral_error *err)
+{
+	*out = NULL;
+	corral_proc *p;
+	struct corral_error local = {0};
+	int r = corral_spawn(cfg, &p, &local);
+	if (r < 0) {
+		/* Still hand back a result that describes the failure. */
+		struct corral_result *res = result_new();
+		if (res) {
+			res->error = local;
+			if (cfg->argv && fill_result_identity(res, cfg) < 0) {
+				corral_result_free(res);
+				res = NULL;
+			}
+		}
+		if (res)
+			res->mode = cfg->mode == CORRAL_MODE_NONE   ? "none"
+			            : cfg->mode == CORRAL_MODE_AUTO ? "auto"
+			                                            : "required";
+		*out = res;
+		if (err)
+			*err = local;
+		return r;
+	}
+	while ((r = corral_proc_step(p, -1, err)) == 0)
+		;
+	if (r < 0) {
+		corral_proc_destroy(p);
+		return r;
+	}
+	corral_proc_result(p, out, err);
+	corral_proc_destroy(p);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* Small internal helpers shared by the library: cleanup attributes, error filling, raw
+ * syscall wrappers that glibc 2.36 does not provide. Internal only. */
+#ifndef CORRAL_UTIL_H
+#define CORRAL_UTIL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "corral.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void cleanup_freep(void *p)
+{
+	free(*(void **)p);
+}
+static inline void cleanup_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+#define autofree __attribute__((cleanup(cleanup_freep)))
+#define autoclose __attribute__((cleanup(cleanup_closep)))
+
+/* Take ownership out of a cleanup variable. */
+#define steal_pointer(pp)                                                                    \
+	({                                                                                   \
+		__typeof__(*(pp)) _p = *(pp);                                                \
+		*(pp) = NULL;                                                                \
+		_p;                                                                          \
+	})
+#define steal_fd(fdp)                                                                        \
+	({                                                                                   \
+		int _fd = *(fdp);                                                            \
+		*(fdp) = -1;                                                                 \
+		_fd;                                                                         \
+	})
+
+/* Fill err (may be NULL) and return code. sys_errno 0 means none. step may be NULL. */
+int corral_set_error(struct corral_error *err, int code, int sys_errno, const char *step,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

@@ -1,0 +1,102 @@
+# Helpers for the integration battery. Each test_* function runs in a subshell with its own
+# workspace in $WS; it fails by calling fail (or returning non-zero) and skips with skip.
+# Sandbox claims are judged by host-side evidence: canary files, listeners, surviving pids.
+
+TEST_TIMEOUT=${TEST_TIMEOUT:-60}
+
+fail() { echo "    $*" >&2; exit 1; }
+skip() { echo "SKIP_REASON: $*" >&2; exit 77; }
+assert_eq() { [ "$1" = "$2" ] || fail "expected '$2', got '$1'${3:+ ($3)}"; }
+assert_contains() { [[ $1 == *"$2"* ]] || fail "expected to contain '$2', got: ${1:0:400}"; }
+assert_not_contains() { [[ $1 != *"$2"* ]] || fail "must not contain '$2', got: ${1:0:400}"; }
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# corral run in the test workspace
+cr() { "$CORRAL" run -w "$WS" "$@"; }
+# JSON field of a result (needs python3 only as a JSON reader on the host)
+jget() { python3 -c 'import json,sys
+d=json.loads(sys.stdin.read())
+for k in sys.argv[1].split("."):
+    d = d[k] if not isinstance(d, list) else d[int(k)]
+print(json.dumps(d) if isinstance(d,(dict,list,bool)) or d is None else d)' "$1"; }
+
+# Wait until no process whose command line contains MARK exists; fail if one survives.
+assert_no_survivor() {
+	local mark=$1 i
+	for i in $(seq 1 50); do
+		pgrep -f -- "$mark" >/dev/null || return 0
+		sleep 0.1
+	done
+	fail "a process with '$mark' survived: $(pgrep -af -- "$mark" | head -3)"
+}
+
+# A TCP listener on 127.0.0.1 that counts connections into a file; prints its port.
+start_tcp_canary() {
+	local out=$1
+	python3 - "$out" <<'PY' &
+import socket, sys, os
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(16)
+open(sys.argv[1] + ".port", "w").write(str(s.getsockname()[1]))
+n = 0
+open(sys.argv[1], "w").write("0")
+s.settimeout(30)
+while True:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        break
+    n += 1
+    open(sys.argv[1], "w").write(str(n))
+    c.close()
+PY
+	CANARY_PID=$!
+	for _ in $(seq 1 50); do [ -s "$out.port" ] && break; sleep 0.05; done
+	cat "$out.port"
+}
+
+# An abstract unix socket listener, same protocol.
+start_abstract_canary() {
+	local name=$1 out=$2
+	python3 - "$name" "$out" <<'PY' &
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind("\0" + sys.argv[1]); s.listen(16)
+n = 0
+open(sys.argv[2], "w").write("0")
+open(sys.argv[2] + ".ready", "w").write("1")
+s.settimeout(30)
+while True:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        break
+    n += 1
+    open(sys.argv[2], "w").write(str(n))
+    c.close()
+PY
+	CANARY_PID=$!
+	for _ in $(seq 1 50); do [ -s "$out.ready" ] && break; sleep 0.05; done
+}
+
+run_one() {
+	local t=$1 rc out
+	local ws
+	ws=$(mktemp -d /tmp/corral-ws.XXXXXX)
+	chmod 0755 "$ws"
+	out=$( (export WS=$ws; cd "$ws" && timeout "$TEST_TIMEOUT" bash -c "set -u; source '$ROOT/tests/lib.sh'; for f in '$ROOT'/tests/integration/*.sh '$ROOT'/tests/escape/*.sh; do [ -f \"\$f\" ] && source \"\$f\"; done; $t") 2>&1)
+	rc=$?
+	rm -rf "$ws" 2>/dev/null
+	if [ $rc -eq 0 ]; then
+		PASSED=$((PASSED + 1))
+	elif [ $rc -eq 77 ]; then
+		SKIPPED=$((SKIPPED + 1))
+		echo "  [$WHO] SKIP $t: $(grep SKIP_REASON <<<"$out" | sed 's/SKIP_REASON: //')"
+	else
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("$t")
+		[ $rc -eq 124 ] && out="$out (test timed out after ${TEST_TIMEOUT}s)"
+		echo "  [$WHO] FAIL $t"
+		sed 's/^/      /' <<<"$out" | tail -15
+	fi
+}

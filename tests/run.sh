@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The whole suite: unit tests, library tests and the integration battery, as the current user
+# and (when root) again as an unprivileged user. Ends with "N passed, N failed, N skipped".
+#
+# Environment:
+#   BUILD=dir            where the binaries are (default: build)
+#   CORRAL_MUST_WORK=1   a skipped isolation test counts as a failure (set in CI: every layer
+#                        is available on the CI machine kind)
+#   TESTS=pattern        only run integration tests whose name matches
+#   CORRAL_SECOND_PASS   internal: set for the unprivileged re-run
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PASSED=0 FAILED=0 SKIPPED=0
+FAILED_NAMES=()
+WHO=$(id -un 2>/dev/null || id -u)
+
+note() { printf '%s\n' "$*"; }
+
+count_lines() { # count PASS/FAIL/SKIP lines produced by a C test binary
+	local out=$1
+	local p f s
+	p=$(grep -c '^PASS ' <<<"$out")
+	f=$(grep -c '^FAIL ' <<<"$out")
+	s=$(grep -c '^SKIP ' <<<"$out")
+	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
+	grep -E '^(FAIL|SKIP) ' <<<"$out" | sed "s/^/  [$WHO] /"
+	while read -r name; do FAILED_NAMES+=("$name"); done < <(grep '^FAIL ' <<<"$out" | cut -d' ' -f2)
+}
+
+if [ -z "${CORRAL_SECOND_PASS:-}" ]; then
+	note "== unit tests"
+	count_lines "$("$BUILD/tests/unit_tests" 2>&1)"
+fi
+
+# Everything the integration tests run must be reachable by an unprivileged user too, so
+# copy the binaries into a world-readable scratch directory.
+SCRATCH=$(mktemp -d /tmp/corral-tests.XXXXXX)
+chmod 0755 "$SCRATCH"
+mkdir -p "$SCRATCH/bin"
+cp "$BUILD/corral" "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" "$SCRATCH/bin/"
+cp -r "$ROOT/tests" "$SCRATCH/tests"
+cp -r "$ROOT/docs" "$SCRATCH/docs"
+chmod -R a+rX "$SCRATCH"
+export CORRAL="$SCRATCH/bin/corral" PROBE="$SCRATCH/bin/probe" NOLAYER="$SCRATCH/bin/nolayer"
+export LIBTESTS="$SCRATCH/bin/lib_tests" TESTDIR="$SCRATCH/tests" DOCS="$SCRATCH/docs"
+
+note "== library tests ($WHO)"
+LT_WS=$(mktemp -d /tmp/corral-lt.XXXXXX)
+count_lines "$(cd "$LT_WS" && "$LIBTESTS" "$LT_WS" 2>&1)"
+rm -rf "$LT_WS"
+
+note "== integration and escape tests ($WHO)"
+source "$ROOT/tests/lib.sh"
+for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
+	[ -f "$f" ] && source "$f"
+done
+for t in $(declare -F | awk '{print $3}' | grep '^test_' | sort); do
+	if [ -n "${TESTS:-}" ] && ! [[ $t == *${TESTS}* ]]; then continue; fi
+	run_one "$t"
+done
+
+rm -rf "$SCRATCH"
+
+if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	note "== second pass as an unprivileged user (uid 65534)"
+	OUT=$(mktemp /tmp/corral-pass2.XXXXXX)
+	chmod 0666 "$OUT"
+	# The build dir may sit under a private home; the second pass gets its own copy.
+	P2=$(mktemp -d /tmp/corral-p2.XXXXXX)
+	mkdir -p "$P2/build/tests"
+	cp "$BUILD/corral" "$P2/build/"
+	cp "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" "$P2/build/tests/"
+	cp -r "$ROOT/tests" "$ROOT/docs" "$P2/"
+	chmod -R a+rX "$P2"
+	(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env -i PATH=/usr/bin:/bin HOME=/tmp CORRAL_SECOND_PASS=1 BUILD="$P2/build" \
+		CORRAL_MUST_WORK="${CORRAL_MUST_WORK:-}" TESTS="${TESTS:-}" \
+		bash "$P2/tests/run.sh") | tee "$OUT" | grep -v '^[0-9]* passed'
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT" | tail -1)
+	if [ -z "$last" ]; then
+		echo "  [nobody] the unprivileged pass did not finish"
+		FAILED=$((FAILED + 1))
+	else
+		p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$last")
+		f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$last")
+		s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$last")
+		PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + ${s:-0}))
+	fi
+	rm -rf "$P2" "$OUT"
+fi
+
+if [ -n "${CORRAL_MUST_WORK:-}" ] && [ "$SKIPPED" -gt 0 ] && [ -z "${CORRAL_SECOND_PASS:-}" ]; then
+	echo "CORRAL_MUST_WORK is set: $SKIPPED skipped test(s) count as failures"
+	FAILED=$((FAILED + SKIPPED))
+	SKIPPED=0
+fi
+echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+[ "$FAILED" -eq 0 ]

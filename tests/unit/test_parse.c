@@ -1,0 +1,34 @@
+#include "internal.h"
+#include "test.h"
+
+void test_parse(void)
+{
+	uint64_t v;
+	const char *why;
+	CHECK("parse_size plain", parse_size("512", &v, &why) == 0 && v == 512);
+	CHECK("parse_size k", parse_size("64k", &v, &why) == 0 && v == 65536);
+	CHECK("parse_size M fraction", parse_size("1.5M", &v, &why) == 0 && v == 1572864);
+	CHECK("parse_size GiB", parse_size("2GiB", &v, &why) == 0 && v == 2ULL << 30);
+	CHECK("parse_size rejects 12Q", parse_size("12Q", &v, &why) < 0 && strstr(why, "unit"));
+	CHECK("parse_size rejects negative", parse_size("-1", &v, &why) < 0);
+	CHECK("parse_size rejects empty", parse_size("", &v, &why) < 0);
+	CHECK("parse_size rejects absurd", parse_size("99999999T", &v, &why) < 0 &&
+	                                       strstr(why, "absurd"));
+	CHECK("parse_size rejects junk", parse_size("1.2.3", &v, &why) < 0);
+	CHECK("parse_size rejects long digits",
+	      parse_size("1111111111111111111111111111111111111", &v, &why) < 0);
+	CHECK("parse_duration seconds", parse_duration_ms("30", &v, &why) == 0 && v == 30000);
+	CHECK("parse_duration fraction", parse_duration_ms("1.5", &v, &why) == 0 && v == 1500);
+	CHECK("parse_duration ms", parse_duration_ms("250ms", &v, &why) == 0 && v == 250);
+	CHECK("parse_duration m", parse_duration_ms("2m", &v, &why) == 0 && v == 120000);
+	CHECK("parse_duration h", parse_duration_ms("1h", &v, &why) == 0 && v == 3600000);
+	CHECK("parse_duration zero", parse_duration_ms("0", &v, &why) == 0 && v == 0);
+	CHECK("parse_duration rejects -1", parse_duration_ms("-1", &v, &why) < 0);
+	CHECK("parse_duration rejects unit", parse_duration_ms("5x", &v, &why) < 0);
+	CHECK("parse_duration rejects absurd", parse_duration_ms("400d", &v, &why) < 0);
+	CHECK("parse_count ok", parse_count("64", 100, &v, &why) == 0 && v == 64);
+	CHECK("parse_count rejects 0", parse_count("0", 100, &v, &why) < 0);
+	CHECK("parse_count rejects over max", parse_count("101", 100, &v, &why) < 0);
+	CHECK("parse_count rejects huge", parse_count("99999999999999999999999", 100, &v, &why) < 0);
+	CHECK("parse_count rejects sign", parse_count("+5", 100, &v, &why) < 0);
+}
