@@ -18,9 +18,12 @@ CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 
 all: $(BUILD)/corral $(BUILD)/libcorral.a $(BUILD)/libcorral.so
 
+Q := $(if $(V),,@)
+
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libcorral.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^

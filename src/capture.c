@@ -90,8 +90,10 @@ char *capture_finish(struct capture *c, size_t *len)
 	char *out = malloc(n + 1);
 	if (!out)
 		return NULL;
-	memcpy(out, c->head, c->head_len);
-	memcpy(out + c->head_len, marker, (size_t)mlen);
+	if (c->head_len)
+		memcpy(out, c->head, c->head_len);
+	if (mlen)
+		memcpy(out + c->head_len, marker, (size_t)mlen);
 	/* unroll the ring: oldest byte is at tail_pos when full, at 0 otherwise */
 	size_t start = c->tail_len == c->tail_cap ? c->tail_pos : 0;
 	if (c->tail_len) {

@@ -107,6 +107,7 @@ struct report {
 	int32_t status; /* wait status of the command for REPORT_EXIT */
 	int32_t pad;
 	int64_t user_us, sys_us, maxrss_kb; /* RUSAGE_CHILDREN of the init */
+	char path[200]; /* the object of a failed step (mount target, Landlock path), or "" */
 };
 
 /* Prepare, clone and start the sandbox. On failure res->error is filled by the caller from

@@ -110,10 +110,22 @@ static void child_report(int fd, int kind, int step, int err, int detail, int st
 	while (n < 0 && errno == EINTR);
 }
 
+static _Noreturn void child_fail_path(int step, int err, int detail, const char *path)
+{
+	struct report r = {.kind = REPORT_FAIL, .step = step, .err = err < 0 ? -err : err,
+	                   .detail = detail};
+	for (size_t i = 0; path && path[i] && i + 1 < sizeof(r.path); i++)
+		r.path[i] = path[i];
+	ssize_t n;
+	do
+		n = write(CFD_REPORT, &r, sizeof(r));
+	while (n < 0 && errno == EINTR);
+	_exit(125);
+}
+
 static _Noreturn void child_fail(int step, int err, int detail)
 {
-	child_report(CFD_REPORT, REPORT_FAIL, step, err < 0 ? -err : err, detail, 0);
-	_exit(125);
+	child_fail_path(step, err, detail, NULL);
 }
 
 /* Move the five descriptors the child needs to fixed numbers and close every other one: the
@@ -349,7 +361,8 @@ static _Noreturn void child_main(const struct launch *L)
 	 * pivot_root also ends any path back to the host root. */
 	if (L->mountns) {
 		if ((r = mount_setup_child(&L->mounts, &detail)) < 0)
-			child_fail(STEP_MOUNT, r, detail);
+			child_fail_path(STEP_MOUNT, r, detail,
+			                detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
 	} else if (chdir(L->cwd) < 0) {
 		child_fail(STEP_CWD, errno, -1);
 	}
@@ -366,7 +379,8 @@ static _Noreturn void child_main(const struct launch *L)
 	if ((r = caps_no_new_privs_child()) < 0)
 		child_fail(STEP_NNP, r, -1);
 	if (L->landlock && (r = landlock_apply_child(&L->ll, &detail)) < 0)
-		child_fail(STEP_LANDLOCK, r, detail);
+		child_fail_path(STEP_LANDLOCK, r, detail,
+		                detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	if ((L->userns || getuid() == 0) && (r = caps_drop_all_child()) < 0)
 		child_fail(STEP_CAPS, r, -1);
 	/* seccomp last: it denies mount, setns and friends that the steps above used. */
@@ -928,14 +942,14 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 	}
 	if (rep->step == STEP_MOUNT)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
-		                        "mount: setting up the sandbox's filesystem failed at step %d: "
-		                        "%s; run 'corral check' to see what this host supports",
-		                        rep->detail, strerror(e));
+		                        "mount: cannot set up %.200s in the sandbox: %s; check that "
+		                        "the path is accessible to this user, or run 'corral check'",
+		                        rep->path, strerror(e));
 	if (rep->step == STEP_LANDLOCK)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
-		                        "landlock: applying the ruleset failed (rule %d): %s; run "
-		                        "with --mode=auto to continue without Landlock",
-		                        rep->detail, strerror(e));
+		                        "landlock: cannot add the rule for %.200s: %s; run with "
+		                        "--mode=auto to continue without Landlock",
+		                        rep->path, strerror(e));
 	if (rep->step == STEP_CWD)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
 		                        "cwd: cannot enter the working directory: %s", strerror(e));

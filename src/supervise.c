@@ -301,6 +301,14 @@ static void classify(corral_proc *p)
 		res->limit = CORRAL_HIT_CPU;
 	else if (res->signal == SIGXFSZ)
 		res->limit = CORRAL_HIT_FSIZE;
+	/* A shell reports a child killed by SIGXCPU/SIGXFSZ as 128+N; with that limit set the
+	 * inference is safe (nothing else raises these signals in a sandbox). */
+	else if (res->exited && res->exit_code == 128 + SIGXFSZ &&
+	         p->cfg->limits[CORRAL_LIMIT_FSIZE])
+		res->limit = CORRAL_HIT_FSIZE;
+	else if (res->exited && res->exit_code == 128 + SIGXCPU &&
+	         p->cfg->limits[CORRAL_LIMIT_CPU_S])
+		res->limit = CORRAL_HIT_CPU;
 	else if (p->lo.cg && cgroup_oom_killed(p->lo.cg))
 		res->limit = CORRAL_HIT_MEMORY;
 	else if (p->lo.cg && cgroup_pids_hit(p->lo.cg) && !(res->exited && res->exit_code == 0))

@@ -283,7 +283,10 @@ static int make_target(int rootfd, const char *abs, int is_file, char *buf)
 		buf[n] = 0;
 		int last = *end == 0;
 		if (last && is_file) {
-			int fd = openat(dirfd, buf, O_CREAT | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+			/* O_EXCL: an existing file (a proc entry) is used as is, never opened
+			 * for writing */
+			int fd = openat(dirfd, buf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			                0644);
 			if (fd >= 0)
 				close(fd);
 			else if (errno != EEXIST) {
