@@ -81,7 +81,7 @@ enum corral_net {
 enum corral_limit {
 	CORRAL_LIMIT_CPU_S = 0,    /* CPU seconds (RLIMIT_CPU; SIGXCPU reported as limit "cpu") */
 	CORRAL_LIMIT_MEMORY,       /* bytes: cgroup memory.max, else RLIMIT_DATA as a fallback */
-	CORRAL_LIMIT_PIDS,         /* processes: cgroup pids.max, else RLIMIT_NPROC */
+	CORRAL_LIMIT_PIDS,         /* processes: cgroup pids.max, else RLIMIT_NPROC; default 1024 */
 	CORRAL_LIMIT_NOFILE,       /* open files (RLIMIT_NOFILE); default 1024 */
 	CORRAL_LIMIT_FSIZE,        /* largest file written, bytes (RLIMIT_FSIZE) */
 	CORRAL_LIMIT_TMPFS,        /* size of the private /tmp and of the root tmpfs, bytes */
@@ -91,7 +91,8 @@ enum corral_limit {
 typedef struct corral_config corral_config;
 
 /* Create a configuration with the safe defaults: mode required, network none, timeout 60 s,
- * kill grace 2 s, output cap 1 MiB per stream, stdin /dev/null, workspace and cwd unset
+ * kill grace 2 s, output cap 1 MiB per stream, 1024 processes, 1024 open files,
+ * stdin /dev/null, workspace and cwd unset
  * (corral_run fails until a workspace is set). Returns NULL only when out of memory. */
 CORRAL_API corral_config *corral_config_new(void);
 CORRAL_API void corral_config_free(corral_config *cfg);

@@ -22,6 +22,9 @@ corral_config *corral_config_new(void)
 	cfg->mode = CORRAL_MODE_REQUIRED;
 	cfg->net = CORRAL_NET_NONE;
 	cfg->limits[CORRAL_LIMIT_NOFILE] = 1024;
+	/* A fork bomb must not take the host's pid table; 1024 is plenty for builds. */
+	cfg->limits[CORRAL_LIMIT_PIDS] = 1024;
+	cfg->pids_default = true;
 	return cfg;
 }
 
@@ -237,6 +240,8 @@ int corral_config_set_limit(corral_config *cfg, enum corral_limit which, uint64_
 		                        (unsigned long long)bounds[which].min,
 		                        (unsigned long long)bounds[which].max);
 	cfg->limits[which] = value;
+	if (which == CORRAL_LIMIT_PIDS)
+		cfg->pids_default = false;
 	return 0;
 }
 

@@ -20,6 +20,7 @@ struct corral_config {
 	struct env_entry *env;
 	size_t n_env;
 	uint64_t limits[CORRAL_LIMIT__COUNT];
+	bool pids_default; /* limits[PIDS] is the default, not the caller's choice */
 	uint64_t timeout_ms, kill_after_ms;
 	size_t output_cap;
 	char *stdin_data;

@@ -96,7 +96,40 @@ struct launch {
 	char *exec_buf;        /* PATH_MAX scratch for the child */
 	const char *cwd;       /* chdir target when there is no mount namespace */
 	char *private_tmp;     /* host dir used as /tmp when there is no mount namespace */
+	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
 };
+
+/* Where this process's argv strings live (fields 48 and 49 of /proc/self/stat), read once. */
+static void argarea(uintptr_t *start, uintptr_t *end)
+{
+	static uintptr_t s_start, s_end;
+	static int done;
+	if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+		FILE *f = fopen("/proc/self/stat", "re");
+		char buf[2048];
+		if (f && fgets(buf, sizeof(buf), f)) {
+			char *p = strrchr(buf, ')');
+			int field = 2;
+			unsigned long long a = 0, b = 0;
+			for (; p && *p; p++) {
+				if (*p != ' ')
+					continue;
+				field++;
+				if (field == 48)
+					a = strtoull(p + 1, NULL, 10);
+				else if (field == 49)
+					b = strtoull(p + 1, NULL, 10);
+			}
+			s_start = (uintptr_t)a;
+			s_end = (uintptr_t)b;
+		}
+		if (f)
+			fclose(f);
+		__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	}
+	*start = s_start;
+	*end = s_end;
+}
 
 /* ---- the child ------------------------------------------------------------------------ */
 
@@ -370,8 +403,13 @@ static _Noreturn void child_main(const struct launch *L)
 		child_fail(STEP_RLIMIT, r, detail);
 	if (L->netns && (r = net_loopback_up_child()) < 0)
 		child_fail(STEP_LOOPBACK, r, -1);
-	/* Not dumpable: the command cannot ptrace or read the memory of its init. */
+	/* Not dumpable: the command cannot ptrace or read the memory of its init. Its
+	 * command line is the supervisor's (a copy of its memory): blank it, since
+	 * /proc/1/cmdline is readable by anyone in the sandbox. */
 	prctl(PR_SET_DUMPABLE, 0);
+	if (L->argarea_start && L->argarea_end > L->argarea_start)
+		memset((void *)L->argarea_start, 0, L->argarea_end - L->argarea_start);
+	prctl(PR_SET_NAME, "corral-init");
 	if (!L->pidns)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* no_new_privs before Landlock and seccomp: both need it (or CAP_SYS_ADMIN, which we
@@ -690,6 +728,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 	struct launch L;
 	memset(&L, 0, sizeof(L));
 	L.cfg = cfg;
+	argarea(&L.argarea_start, &L.argarea_end);
 	L.uid = getuid();
 	L.gid = getgid();
 	int r;
@@ -721,8 +760,13 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 		goto fail;
 	}
 	/* cgroup: limits of memory and pids, and a reliable kill of the whole tree. */
+	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
+	 * counts per sandbox, so an unprivileged caller's process limit needs no cgroup; but the
+	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
+	bool pids_need_cg = cfg->limits[CORRAL_LIMIT_PIDS] &&
+	                    (L.uid == 0 || (!L.userns && !cfg->pids_default));
 	bool want_cg = cfg->mode != CORRAL_MODE_NONE && !test_disabled("cgroup") &&
-	               (cfg->limits[CORRAL_LIMIT_MEMORY] || cfg->limits[CORRAL_LIMIT_PIDS]);
+	               (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
 	if (want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
 		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS]};
@@ -733,10 +777,17 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 		}
 	} else {
 		record(res, "cgroup", false,
-		       cfg->mode == CORRAL_MODE_NONE ? "mode none" : "no memory or pids limit set");
+		       cfg->mode == CORRAL_MODE_NONE ? "mode none"
+		                                     : "not needed: no memory limit, and processes are "
+		                                       "limited by RLIMIT_NPROC per user namespace");
 	}
+	/* RLIMIT_NPROC counts per user namespace; without one it would count every process
+	 * of the host user, so the default process limit only applies inside a userns. */
+	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
+	if (!L.userns && cfg->pids_default)
+		nproc = 0;
 	rlimit_plan_build(&L.rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
-	                  cfg->limits[CORRAL_LIMIT_PIDS], cfg->limits[CORRAL_LIMIT_NOFILE],
+	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE],
 	                  cfg->limits[CORRAL_LIMIT_FSIZE], cg != NULL, cg != NULL);
 	prepare_env(&L);
 	L.argv = cfg->argv;

@@ -29,8 +29,9 @@ void usage_run(FILE *f)
 	      "      --kill-after DUR   grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
 	      "      --memory SIZE      memory limit (cgroup memory.max, else RLIMIT_DATA); SIZE\n"
 	      "                         is 512k, 64M, 2G\n"
-	      "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\")\n"
-	      "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC)\n"
+	      "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\"); 0 = none\n"
+	      "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC;\n"
+	      "                         default 1024; 0 = none)\n"
 	      "      --nofile N         open files limit (default 1024)\n"
 	      "      --fsize SIZE       largest file the command may write (SIGXFSZ)\n"
 	      "      --tmpfs-size SIZE  size of the private /tmp (default 256M)\n"
@@ -146,14 +147,16 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	case OPT_CPU:
 		flag = "--cpu";
 		lim = CORRAL_LIMIT_CPU_S;
-		if (parse_count(arg, 366ULL * 86400, &v, &why) < 0)
+		/* 0 means no limit */
+		if (strcmp(arg, "0") && parse_count(arg, 366ULL * 86400, &v, &why) < 0)
 			return bad_value(flag, arg, why);
 		break;
 	case OPT_PIDS:
 	case OPT_NOFILE:
 		flag = c == OPT_PIDS ? "--pids" : "--nofile";
 		lim = c == OPT_PIDS ? CORRAL_LIMIT_PIDS : CORRAL_LIMIT_NOFILE;
-		if (parse_count(arg, 1u << 22, &v, &why) < 0)
+		if ((c == OPT_NOFILE || strcmp(arg, "0")) &&
+		    parse_count(arg, 1u << 22, &v, &why) < 0)
 			return bad_value(flag, arg, why);
 		break;
 	case OPT_MAX_OUTPUT:

@@ -216,7 +216,7 @@ test_core_flood_does_not_deadlock_both_streams() {
 
 test_core_bad_flags() {
 	local e
-	for args in "--timeout -1" "--timeout abc" "--memory 12Q" "--cpu 0" "--pids -3" \
+	for args in "--timeout -1" "--timeout abc" "--memory 12Q" "--cpu -1" "--pids -3" \
 		"--nofile x" "--max-output 1" "--mode bogus" "--net wifi" "--bogus-flag" \
 		"--fsize 1.2.3" "--kill-after -5"; do
 		# shellcheck disable=SC2086

@@ -32,10 +32,11 @@ def errors(doc):
     return sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
 
 def load(path):
-    text = open(path, encoding="utf-8").read()
-    lines = text.splitlines()
-    if len(lines) != 1:
-        sys.exit(f"{path}: expected exactly one line of JSON, got {len(lines)}: {text[:300]!r}")
+    text = open(path, encoding="utf-8", newline="").read()
+    # split on "\n" only: U+0085 and U+2028 may stand unescaped inside JSON strings
+    lines = text.split("\n")
+    if len(lines) != 2 or lines[1] != "":
+        sys.exit(f"{path}: expected one line of JSON ending in a newline, got {text[:300]!r}")
     return json.loads(lines[0])
 
 if mode == "validate":
