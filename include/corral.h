@@ -84,7 +84,7 @@ enum corral_limit {
 	CORRAL_LIMIT_PIDS,         /* processes: cgroup pids.max, else RLIMIT_NPROC; default 1024 */
 	CORRAL_LIMIT_NOFILE,       /* open files (RLIMIT_NOFILE); default 1024 */
 	CORRAL_LIMIT_FSIZE,        /* largest file written, bytes (RLIMIT_FSIZE) */
-	CORRAL_LIMIT_TMPFS,        /* size of the private /tmp and of the root tmpfs, bytes */
+	CORRAL_LIMIT_TMPFS,        /* size of the private /tmp and /dev/shm, bytes (default 256M) */
 	CORRAL_LIMIT__COUNT
 };
 
@@ -146,6 +146,58 @@ typedef void (*corral_output_cb)(void *userdata, int stream, const char *buf, si
 CORRAL_API void corral_config_set_output_cb(corral_config *cfg, corral_output_cb cb,
                                             void *userdata);
 
+/* ---- policy ----------------------------------------------------------------------------
+ * Profiles state a policy once (docs/policy.md, docs/profile.schema.json). Apply a profile
+ * first, then per-call settings: the setters above and below override or add to it. Paths may
+ * be absolute, "~/..." (the caller's $HOME) or relative to the workspace; they are resolved
+ * when the run is planned. Rules (docs/policy.md): deny wins over read and write; write wins
+ * over read; a command on both lists is denied. */
+
+/* Load a builtin profile (default, readonly, strict, network) or a JSON profile file and
+ * apply it. Errors name file:line:column and what was expected. */
+CORRAL_API int corral_config_load_profile(corral_config *cfg, const char *name_or_path,
+                                          struct corral_error *err);
+
+enum corral_path_access {
+	CORRAL_PATH_READ = 0,  /* visible read-only */
+	CORRAL_PATH_WRITE = 1, /* visible read-write */
+	CORRAL_PATH_DENY = 2,  /* hidden, even inside a readable or writable tree */
+};
+CORRAL_API int corral_config_add_path(corral_config *cfg, enum corral_path_access access,
+                                      const char *path, struct corral_error *err);
+/* Replace the protected paths (workspace-relative; they stay read-only in a writable
+ * workspace). list is NULL-terminated; an empty list protects nothing. */
+CORRAL_API int corral_config_set_protected(corral_config *cfg, const char *const *list,
+                                           struct corral_error *err);
+/* The whole workspace read-only (the "readonly" profile). */
+CORRAL_API int corral_config_set_workspace_readonly(corral_config *cfg, int readonly,
+                                                    struct corral_error *err);
+/* Host environment variables passed through: globs ('*', '?') of names. Deny globs win over
+ * allow globs; explicit corral_config_setenv() entries always apply. */
+CORRAL_API int corral_config_env_allow(corral_config *cfg, const char *glob,
+                                       struct corral_error *err);
+CORRAL_API int corral_config_env_deny(corral_config *cfg, const char *glob,
+                                      struct corral_error *err);
+/* Command rules: a name ("curl") or an absolute path. Once any allow rule is given only the
+ * allowed executables (and the interpreters and loader they need) may be executed, enforced
+ * by Landlock at every execve. reason may be NULL. */
+CORRAL_API int corral_config_allow_command(corral_config *cfg, const char *match,
+                                           const char *reason, struct corral_error *err);
+CORRAL_API int corral_config_deny_command(corral_config *cfg, const char *match,
+                                          const char *reason, struct corral_error *err);
+
+/* The resolved plan for this configuration, without running anything: mounts, Landlock rules
+ * and ABI, seccomp summary, environment names (values of withheld variables hidden), limits,
+ * and the command decision. *json_out is malloc'ed (caller frees). */
+CORRAL_API int corral_explain(const corral_config *cfg, char **json_out,
+                              struct corral_error *err);
+
+/* Ask the policy: may the sandbox do op ("read", "write", "exec", "connect") on target (a
+ * path, a command, or HOST:PORT)? *json_out: {"op","target","allowed","rule","reason"}.
+ * Returns 1 allowed, 0 denied, <0 on error. */
+CORRAL_API int corral_policy_query(const corral_config *cfg, const char *op, const char *target,
+                                   char **json_out, struct corral_error *err);
+
 /* ---- result ---------------------------------------------------------------------------- */
 
 /* Which limit ended the run, if any. */
@@ -162,7 +214,8 @@ enum corral_limit_hit {
 /* One isolation layer as applied to a run. */
 struct corral_layer {
 	const char *name;    /* "userns", "mountns", "pidns", "netns", "ipcns", "utsns", "cgroupns",
-	                        "landlock", "seccomp", "caps", "no_new_privs", "cgroup", "rlimits" */
+	                        "landlock", "seccomp", "caps" (with no_new_privs), "cgroup",
+	                        "rlimits" */
 	int applied;         /* 1 when enforced for this run */
 	const char *detail;  /* e.g. "abi 7", "v1 memory,pids", "host network", or why skipped */
 };
@@ -206,8 +259,9 @@ CORRAL_API const char *corral_limit_hit_name(enum corral_limit_hit hit);
 
 /* Run the configured command to completion and return its result (owned by the caller).
  * Returns 0 when the command ran (whatever its status), or a negative code when it could not
- * be started; in that case *out is still set to a result describing the failure (error filled)
- * when memory allows. The configuration is borrowed. */
+ * be started (policy denial, setup failure, not found, not executable); in that case *out is
+ * still set to a result describing the failure (error filled, as in *err) when memory allows.
+ * The configuration is borrowed. */
 CORRAL_API int corral_run(const corral_config *cfg, struct corral_result **out,
                           struct corral_error *err);
 

@@ -64,10 +64,112 @@ static void env_entries_free(struct env_entry *e, size_t n)
 	free(e);
 }
 
+static void strvn_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void rules_free(struct cmd_rule *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(r[i].match);
+		free(r[i].reason);
+	}
+	free(r);
+}
+
+static void policy_fields_free(corral_config *cfg)
+{
+	free(cfg->profile_name);
+	strvn_free(cfg->fs_read, cfg->n_read);
+	strvn_free(cfg->fs_write, cfg->n_write);
+	strvn_free(cfg->fs_deny, cfg->n_deny);
+	strvn_free(cfg->protected_paths, cfg->n_protected);
+	strvn_free(cfg->env_allow, cfg->n_env_allow);
+	strvn_free(cfg->env_deny, cfg->n_env_deny);
+	rules_free(cfg->cmd_allow, cfg->n_cmd_allow);
+	rules_free(cfg->cmd_deny, cfg->n_cmd_deny);
+}
+
+static char **strvn_dup(char **v, size_t n)
+{
+	if (!n)
+		return NULL;
+	char **out = calloc(n + 1, sizeof(char *));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!(out[i] = strdup(v[i]))) {
+			strvn_free(out, i);
+			return NULL;
+		}
+	return out;
+}
+
+static struct cmd_rule *rules_dup(const struct cmd_rule *r, size_t n)
+{
+	if (!n)
+		return NULL;
+	struct cmd_rule *out = calloc(n, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		out[i].match = strdup(r[i].match);
+		out[i].reason = r[i].reason ? strdup(r[i].reason) : NULL;
+		if (!out[i].match || (r[i].reason && !out[i].reason)) {
+			rules_free(out, i + 1);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+/* Deep-copy the policy fields of src into d (whose pointers were shallow copies). */
+static int policy_fields_dup(corral_config *d, const corral_config *src)
+{
+	d->profile_name = src->profile_name ? strdup(src->profile_name) : NULL;
+	d->fs_read = strvn_dup(src->fs_read, src->n_read);
+	d->fs_write = strvn_dup(src->fs_write, src->n_write);
+	d->fs_deny = strvn_dup(src->fs_deny, src->n_deny);
+	d->protected_paths = strvn_dup(src->protected_paths, src->n_protected);
+	d->env_allow = strvn_dup(src->env_allow, src->n_env_allow);
+	d->env_deny = strvn_dup(src->env_deny, src->n_env_deny);
+	d->cmd_allow = rules_dup(src->cmd_allow, src->n_cmd_allow);
+	d->cmd_deny = rules_dup(src->cmd_deny, src->n_cmd_deny);
+	if ((src->profile_name && !d->profile_name) || (src->n_read && !d->fs_read) ||
+	    (src->n_write && !d->fs_write) || (src->n_deny && !d->fs_deny) ||
+	    (src->n_protected && !d->protected_paths) || (src->n_env_allow && !d->env_allow) ||
+	    (src->n_env_deny && !d->env_deny) || (src->n_cmd_allow && !d->cmd_allow) ||
+	    (src->n_cmd_deny && !d->cmd_deny)) {
+		/* leave d freeable: count only what was copied */
+		if (!d->fs_read)
+			d->n_read = 0;
+		if (!d->fs_write)
+			d->n_write = 0;
+		if (!d->fs_deny)
+			d->n_deny = 0;
+		if (!d->protected_paths)
+			d->n_protected = 0;
+		if (!d->env_allow)
+			d->n_env_allow = 0;
+		if (!d->env_deny)
+			d->n_env_deny = 0;
+		if (!d->cmd_allow)
+			d->n_cmd_allow = 0;
+		if (!d->cmd_deny)
+			d->n_cmd_deny = 0;
+		return -1;
+	}
+	return 0;
+}
+
 void corral_config_free(corral_config *cfg)
 {
 	if (!cfg)
 		return;
+	policy_fields_free(cfg);
 	strv_free(cfg->argv);
 	free(cfg->shell);
 	free(cfg->workspace);
@@ -332,6 +434,8 @@ struct corral_config *config_dup(const struct corral_config *src)
 	d->shell = d->workspace = d->cwd = d->stdin_data = NULL;
 	d->env = NULL;
 	d->n_env = 0;
+	if (policy_fields_dup(d, src) < 0)
+		goto fail;
 	if (src->argv && !(d->argv = strv_dup((const char *const *)src->argv)))
 		goto fail;
 	if (src->shell && !(d->shell = strdup(src->shell)))

@@ -3,8 +3,10 @@
 #define CORRAL_INTERNAL_H
 
 #include "util.h"
+#include "policy.h"
 #include "sandbox/sandbox.h"
 
+#include <limits.h>
 #include <stdbool.h>
 
 struct env_entry {
@@ -31,6 +33,20 @@ struct corral_config {
 	enum corral_net net;
 	corral_output_cb out_cb;
 	void *out_ud;
+	/* policy (policy.c): raw paths, resolved at plan time against the workspace and $HOME */
+	char *profile_name;
+	char **fs_read, **fs_write, **fs_deny;
+	size_t n_read, n_write, n_deny;
+	char **protected_paths; /* workspace-relative */
+	size_t n_protected;
+	bool workspace_ro, etc_minimal;
+	char **env_allow, **env_deny; /* globs */
+	size_t n_env_allow, n_env_deny;
+	struct cmd_rule *cmd_allow, *cmd_deny;
+	size_t n_cmd_allow, n_cmd_deny;
+	bool cmd_allow_set;
+	bool protected_set;      /* protected_paths replaces the default list */
+	bool env_deny_replaced;  /* env_deny replaces the default deny globs */
 	/* Test hook: layers to pretend are unavailable (bit per enum layer_id). Set only through
 	 * the CORRAL_TEST_DISABLE environment variable of the supervisor, see launch.c. */
 };
@@ -85,6 +101,14 @@ int result_add_layer(struct corral_result *res, const char *name, int applied,
 
 /* ---- launch.c -------------------------------------------------------------------------- */
 
+/* A protected path held for the length of a run: a shared flock on it, and whether this run
+ * created it as an empty placeholder (then it removes it afterwards). */
+struct placeholder {
+	char *path;
+	int fd;
+	bool created;
+};
+
 /* Everything prepared before clone, and what the launch produced. */
 struct launch;
 struct launch_out {
@@ -96,6 +120,8 @@ struct launch_out {
 	bool pidns;           /* true: killing pid kills everything */
 	struct cgroup_handle *cg;
 	char *private_tmp;    /* host directory to remove after the run, or NULL */
+	struct placeholder *held; /* protected paths held for the run (see plan.c) */
+	size_t n_held;
 };
 
 /* Messages from the sandbox init to the supervisor on the report pipe. */
@@ -120,5 +146,40 @@ const char *launch_step_name(int step);
 /* Translate a child failure report into an error (code, message with the fix). */
 int launch_report_error(const struct report *r, const struct corral_config *cfg,
                         struct corral_error *err);
+
+/* ---- policy.c (apply side) -------------------------------------------------------------- */
+
+/* Resolve a policy path (absolute, ~/..., or workspace-relative) to an absolute path with the
+ * existing part's symlinks resolved. out is PATH_MAX. */
+int policy_resolve_path(const struct corral_config *cfg, const char *raw, char *out,
+                        struct corral_error *err);
+bool path_within(const char *path, const char *dir);
+/* The deny glob that withholds name, or NULL. */
+const char *policy_env_denied_by(const struct corral_config *cfg, const char *name);
+/* Host variables passed through (allowed and not denied), and those withheld (denied; their
+ * values are kept for redaction). Lists are malloc'ed; free with env_entries_free_list. */
+int policy_env(const struct corral_config *cfg, struct env_entry **pass, size_t *n_pass,
+               struct env_entry **withheld, size_t *n_withheld);
+void env_entries_free_list(struct env_entry *e, size_t n);
+/* The sandbox's PATH (the explicit PATH setting, else the default). */
+const char *sandbox_path_env(const struct corral_config *cfg);
+/* Find an executable as the sandbox would; 0 found (out is PATH_MAX), -1 not. */
+int policy_which(const struct corral_config *cfg, const char *prog, const char *path_env,
+                 char *out);
+
+struct exec_decision {
+	bool found, allowed;
+	char path[PATH_MAX], real[PATH_MAX];
+	const struct cmd_rule *rule; /* the deciding rule, or NULL */
+	const char *list;            /* "commands.deny", "commands.allow", ... */
+};
+int policy_decide_exec(const struct corral_config *cfg, const char *prog,
+                       struct exec_decision *d);
+/* Before anything is built: the command decision and argument path confinement. Returns
+ * CORRAL_EDENIED with a message naming the rule. */
+int policy_preflight(const struct corral_config *cfg, struct corral_error *err);
+/* Files that get Landlock's execute right under a command allow-list. */
+int policy_exec_files(const struct corral_config *cfg, char ***files, size_t *n,
+                      struct corral_error *err);
 
 #endif

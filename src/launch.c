@@ -77,60 +77,7 @@ const char *launch_step_name(int step)
 /* Descriptor numbers in the child after the fd shuffle. */
 enum { CFD_REPORT = 3, CFD_SYNC = 4, CFD_FIRST_FREE = 5 };
 
-/* Everything the child reads. Built in the parent; the child only reads it. */
-struct launch {
-	const struct corral_config *cfg;
-	bool userns, mountns, pidns, netns, ipcns, utsns, cgroupns;
-	bool landlock, seccomp;
-	uid_t uid;
-	gid_t gid;
-	int fd_in, fd_out, fd_err, fd_report, fd_sync; /* parent-side numbers */
-	struct mount_plan mounts;
-	struct landlock_spec ll;
-	struct landlock_rule *ll_rules;
-	const struct seccomp_prog *sc;
-	struct rlimit_plan rl;
-	char **envp;
-	char **argv;
-	char **path_dirs;      /* PATH split, for resolving argv[0] in the sandbox */
-	char *exec_buf;        /* PATH_MAX scratch for the child */
-	const char *cwd;       /* chdir target when there is no mount namespace */
-	char *private_tmp;     /* host dir used as /tmp when there is no mount namespace */
-	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
-};
-
-/* Where this process's argv strings live (fields 48 and 49 of /proc/self/stat), read once. */
-static void argarea(uintptr_t *start, uintptr_t *end)
-{
-	static uintptr_t s_start, s_end;
-	static int done;
-	if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
-		FILE *f = fopen("/proc/self/stat", "re");
-		char buf[2048];
-		if (f && fgets(buf, sizeof(buf), f)) {
-			char *p = strrchr(buf, ')');
-			int field = 2;
-			unsigned long long a = 0, b = 0;
-			for (; p && *p; p++) {
-				if (*p != ' ')
-					continue;
-				field++;
-				if (field == 48)
-					a = strtoull(p + 1, NULL, 10);
-				else if (field == 49)
-					b = strtoull(p + 1, NULL, 10);
-			}
-			s_start = (uintptr_t)a;
-			s_end = (uintptr_t)b;
-		}
-		if (f)
-			fclose(f);
-		__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
-	}
-	*start = s_start;
-	*end = s_end;
-}
-
+#include "launch.h"
 /* ---- the child ------------------------------------------------------------------------ */
 
 static void child_report(int fd, int kind, int step, int err, int detail, int status)
@@ -143,7 +90,9 @@ static void child_report(int fd, int kind, int step, int err, int detail, int st
 	while (n < 0 && errno == EINTR);
 }
 
-static _Noreturn void child_fail_path(int step, int err, int detail, const char *path)
+/* Report a failed step on fd (the report pipe from the init, the exec pipe from the
+ * command) and exit. */
+static _Noreturn void fail_on(int fd, int step, int err, int detail, const char *path)
 {
 	struct report r = {.kind = REPORT_FAIL, .step = step, .err = err < 0 ? -err : err,
 	                   .detail = detail};
@@ -151,14 +100,14 @@ static _Noreturn void child_fail_path(int step, int err, int detail, const char 
 		r.path[i] = path[i];
 	ssize_t n;
 	do
-		n = write(CFD_REPORT, &r, sizeof(r));
+		n = write(fd, &r, sizeof(r));
 	while (n < 0 && errno == EINTR);
-	_exit(125);
+	_exit(step == STEP_EXEC ? (err == ENOENT || err == -ENOENT ? 127 : 126) : 125);
 }
 
 static _Noreturn void child_fail(int step, int err, int detail)
 {
-	child_fail_path(step, err, detail, NULL);
+	fail_on(CFD_REPORT, step, err, detail, NULL);
 }
 
 /* Move the five descriptors the child needs to fixed numbers and close every other one: the
@@ -198,11 +147,20 @@ static void reset_signals(void)
  * sandbox's view. Any failure goes to exec_fd, whose EOF tells the init that exec worked. */
 static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 {
-	struct report r = {.kind = REPORT_FAIL, .step = STEP_EXEC};
+	int r, detail = -1;
 	/* Its own process group, so that signals reach pipelines and children as a unit. */
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	reset_signals();
+	/* Landlock and seccomp bind the command and everything it starts, but not the init:
+	 * with Landlock's signal scoping the command cannot signal its init, which matters
+	 * where there is no pid namespace to protect it. */
+	if (L->landlock && (r = landlock_apply_child(&L->ll, &detail)) < 0)
+		fail_on(exec_fd, STEP_LANDLOCK, r, detail,
+		        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
+	/* seccomp last: it denies mount, setns and friends that the steps before used. */
+	if (L->seccomp && (r = seccomp_apply_child(L->sc)) < 0)
+		fail_on(exec_fd, STEP_SECCOMP, r, -1, NULL);
 	const char *prog = L->argv[0];
 	int err = ENOENT;
 	bool has_slash = false;
@@ -232,10 +190,7 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 		if (err == ENOENT && eacces)
 			err = EACCES;
 	}
-	r.err = err;
-	ssize_t n = write(exec_fd, &r, sizeof(r));
-	(void)n;
-	_exit(err == ENOENT ? 127 : 126);
+	fail_on(exec_fd, STEP_EXEC, err, -1, NULL);
 }
 
 /* Kill every other process of the sandbox. In a pid namespace kill(-1) means exactly that.
@@ -376,7 +331,9 @@ static _Noreturn void child_main(const struct launch *L)
 
 	/* Die with the supervisor. The sync read below closes the race where the supervisor
 	 * died before this was set: its end of the pipe is then closed and the read sees EOF. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Without a pid namespace the kernel would not take the command down with the init:
+	 * there the init's death signal asks it to sweep its descendants first. */
+	prctl(PR_SET_PDEATHSIG, L->pidns ? SIGKILL : SIGUSR1);
 	if ((r = child_fds(L)) < 0)
 		child_fail(STEP_FDS, r, -1);
 	/* Wait until the parent has written our uid/gid maps and put us into the cgroup:
@@ -384,6 +341,10 @@ static _Noreturn void child_main(const struct launch *L)
 	if (read(CFD_SYNC, &c, 1) != 1)
 		_exit(125);
 	close(CFD_SYNC);
+	/* On cgroup v1 the parent moved us into our cgroup only now: a cgroup namespace made
+	 * at clone time would show the host's cgroup path. */
+	if (L->cgroupns_late && unshare(CLONE_NEWCGROUP) < 0)
+		child_fail(STEP_CGROUP, errno, -1);
 	/* A new session: no controlling terminal of the host, so TIOCSTI has nothing to push
 	 * into (seccomp also denies it). */
 	if (setsid() < 0)
@@ -394,8 +355,8 @@ static _Noreturn void child_main(const struct launch *L)
 	 * pivot_root also ends any path back to the host root. */
 	if (L->mountns) {
 		if ((r = mount_setup_child(&L->mounts, &detail)) < 0)
-			child_fail_path(STEP_MOUNT, r, detail,
-			                detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
+			fail_on(CFD_REPORT, STEP_MOUNT, r, detail,
+			        detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
 	} else if (chdir(L->cwd) < 0) {
 		child_fail(STEP_CWD, errno, -1);
 	}
@@ -412,18 +373,13 @@ static _Noreturn void child_main(const struct launch *L)
 	prctl(PR_SET_NAME, "corral-init");
 	if (!L->pidns)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-	/* no_new_privs before Landlock and seccomp: both need it (or CAP_SYS_ADMIN, which we
-	 * are about to drop), and setuid binaries must not regain what we drop. */
+	/* no_new_privs before Landlock and seccomp (applied in the command, see command_exec):
+	 * both need it once CAP_SYS_ADMIN is gone, and setuid binaries must not regain what is
+	 * dropped here. */
 	if ((r = caps_no_new_privs_child()) < 0)
 		child_fail(STEP_NNP, r, -1);
-	if (L->landlock && (r = landlock_apply_child(&L->ll, &detail)) < 0)
-		child_fail_path(STEP_LANDLOCK, r, detail,
-		                detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	if ((L->userns || getuid() == 0) && (r = caps_drop_all_child()) < 0)
 		child_fail(STEP_CAPS, r, -1);
-	/* seccomp last: it denies mount, setns and friends that the steps above used. */
-	if (L->seccomp && (r = seccomp_apply_child(L->sc)) < 0)
-		child_fail(STEP_SECCOMP, r, -1);
 
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
@@ -452,251 +408,15 @@ static _Noreturn void child_main(const struct launch *L)
 		n = read(ep[0], &er, sizeof(er));
 	while (n < 0 && errno == EINTR);
 	close(ep[0]);
-	if (n == (ssize_t)sizeof(er))
-		child_report(CFD_REPORT, REPORT_FAIL, STEP_EXEC, er.err, -1, 0);
-	else
+	if (n == (ssize_t)sizeof(er)) {
+		ssize_t w = write(CFD_REPORT, &er, sizeof(er)); /* forwarded as it came */
+		(void)w;
+	} else
 		child_report(CFD_REPORT, REPORT_EXEC_OK, 0, 0, (int)cmd, 0);
 	init_loop(L, cmd);
 }
 
 /* ---- the parent ----------------------------------------------------------------------- */
-
-/* The seccomp program is compiled once per process and shared by every launch. */
-static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct seccomp_prog sc_prog;
-static int sc_state; /* 0 not tried, 1 ready, -1 failed */
-static struct corral_error sc_err;
-
-static const struct seccomp_prog *seccomp_cached(struct corral_error *err)
-{
-	pthread_mutex_lock(&sc_lock);
-	if (sc_state == 0) {
-		struct seccomp_opts o = {.allow_userns = 0};
-		sc_state = seccomp_prepare(&o, &sc_prog, &sc_err) == 0 ? 1 : -1;
-	}
-	int st = sc_state;
-	pthread_mutex_unlock(&sc_lock);
-	if (st < 0) {
-		if (err)
-			*err = sc_err;
-		return NULL;
-	}
-	return &sc_prog;
-}
-
-/* Test hook: CORRAL_TEST_DISABLE=userns,landlock,seccomp,cgroup makes the library treat
- * those layers as unavailable on this host, to exercise the fallback ladder without a
- * special kernel. The integration tests also make them unavailable for real with a seccomp
- * filter (tests/nolayer.c); both paths must agree. */
-static bool test_disabled(const char *layer)
-{
-	const char *v = getenv("CORRAL_TEST_DISABLE");
-	if (!v)
-		return false;
-	size_t n = strlen(layer);
-	for (const char *p = v; (p = strstr(p, layer)); p += n)
-		if ((p == v || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
-			return true;
-	return false;
-}
-
-static void launch_free(struct launch *L)
-{
-	mount_plan_free(&L->mounts);
-	free(L->ll_rules);
-	env_free(L->envp);
-	if (L->path_dirs) {
-		for (char **p = L->path_dirs; *p; p++)
-			free(*p);
-		free(L->path_dirs);
-	}
-	free(L->exec_buf);
-}
-
-static int split_path(struct launch *L)
-{
-	const char *path = "/usr/local/bin:/usr/bin:/bin";
-	for (char **e = L->envp; *e; e++)
-		if (!strncmp(*e, "PATH=", 5))
-			path = *e + 5;
-	size_t n = 1;
-	for (const char *p = path; *p; p++)
-		n += *p == ':';
-	L->path_dirs = calloc(n + 1, sizeof(char *));
-	if (!L->path_dirs)
-		return -1;
-	size_t i = 0;
-	for (const char *p = path;;) {
-		const char *end = strchr(p, ':');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		/* an empty entry means the cwd, as in execvp */
-		L->path_dirs[i] = len ? strndup(p, len) : strdup(".");
-		if (!L->path_dirs[i++])
-			return -1;
-		if (!end)
-			break;
-		p = end + 1;
-	}
-	return 0;
-}
-
-/* Landlock rules mirror the mount plan: the same paths, as the child will see them. */
-static int build_landlock(struct launch *L, int abi)
-{
-	const struct mount_plan *mp = &L->mounts;
-	L->ll_rules = calloc(mp->n_ops + 2, sizeof(*L->ll_rules));
-	if (!L->ll_rules)
-		return -1;
-	size_t n = 0;
-	/* Inside the sandbox's own root every directory may be listed (it holds only what the
-	 * plan put there); file contents still need a rule of their own. */
-	if (L->mountns)
-		L->ll_rules[n++] = (struct landlock_rule){"/", LL_LIST};
-	for (size_t i = 0; i < mp->n_ops; i++) {
-		const struct mount_op *op = &mp->ops[i];
-		if (!op->ll_access)
-			continue;
-		const char *path = op->dst;
-		if (!L->mountns) {
-			/* No mount namespace: the rules name host paths. Private mounts do not
-			 * exist, so /tmp becomes a private host directory, and /proc, /dev stay
-			 * the host's. */
-			if (op->kind == MOP_TMPFS && !strcmp(op->dst, "/tmp"))
-				path = L->private_tmp;
-			else if (op->kind == MOP_TMPFS || op->kind == MOP_DEVPTS)
-				path = op->dst;
-			else if (op->src)
-				path = op->src;
-			if (!path)
-				continue;
-		}
-		L->ll_rules[n].path = path;
-		L->ll_rules[n].access = op->ll_access;
-		n++;
-	}
-	L->ll.abi = abi;
-	L->ll.rules = L->ll_rules;
-	L->ll.n_rules = n;
-	L->ll.deny_tcp = L->cfg->net == CORRAL_NET_NONE;
-	L->ll.scope = 1;
-	return 0;
-}
-
-static void record(struct corral_result *res, const char *name, bool applied, const char *detail)
-{
-	result_add_layer(res, name, applied, detail);
-}
-
-/* Decide the layers for this run and record them. Returns <0 when mode=required and a
- * layer is missing. */
-static int choose_layers(struct launch *L, struct corral_result *res, struct corral_error *err)
-{
-	const struct corral_config *cfg = L->cfg;
-	enum corral_mode mode = cfg->mode;
-	res->mode = mode == CORRAL_MODE_REQUIRED ? "required"
-	            : mode == CORRAL_MODE_AUTO   ? "auto"
-	                                         : "none";
-	if (mode == CORRAL_MODE_NONE) {
-		static const char *const names[] = {"userns", "mountns", "pidns", "netns", "ipcns",
-		                                    "utsns",  "cgroupns", "landlock", "seccomp",
-		                                    "caps"};
-		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-			record(res, names[i], false, "mode none: isolation disabled");
-		return 0;
-	}
-	char why[300];
-	bool userns_ok = !test_disabled("userns");
-	if (!userns_ok)
-		snprintf(why, sizeof(why), "disabled by CORRAL_TEST_DISABLE");
-	L->userns = L->mountns = L->pidns = L->ipcns = L->utsns = L->cgroupns = userns_ok;
-	L->netns = userns_ok && cfg->net == CORRAL_NET_NONE;
-	if (!userns_ok && mode == CORRAL_MODE_REQUIRED)
-		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "userns",
-		                        "userns: %s; run with --mode=auto to continue without "
-		                        "namespaces (Landlock, seccomp and limits still apply)",
-		                        why);
-
-	int abi = test_disabled("landlock") ? 0 : landlock_probe_abi();
-	L->landlock = abi > 0;
-	if (!L->landlock && mode == CORRAL_MODE_REQUIRED)
-		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "landlock",
-		                        "landlock: not supported by this kernel or disabled (needs "
-		                        "Linux 5.13 with CONFIG_SECURITY_LANDLOCK and 'landlock' in "
-		                        "the lsm= boot parameter); run with --mode=auto to continue "
-		                        "without it");
-	L->ll.abi = abi;
-
-	L->seccomp = !test_disabled("seccomp") && seccomp_probe();
-	struct corral_error scerr = {0};
-	if (L->seccomp && !(L->sc = seccomp_cached(&scerr)))
-		L->seccomp = false;
-	if (!L->seccomp && mode == CORRAL_MODE_REQUIRED) {
-		if (scerr.code) {
-			*err = scerr;
-			return scerr.code;
-		}
-		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "seccomp",
-		                        "seccomp: filtering is not available (needs "
-		                        "CONFIG_SECCOMP_FILTER); run with --mode=auto to continue "
-		                        "without it");
-	}
-	return 0;
-}
-
-static void record_layers(const struct launch *L, struct corral_result *res)
-{
-	if (L->cfg->mode == CORRAL_MODE_NONE)
-		return;
-	const char *skip = "unavailable on this host (mode auto)";
-	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
-	record(res, "mountns", L->mountns,
-	       L->mountns ? "tmpfs root, system read-only, workspace read-write" : skip);
-	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
-	if (L->cfg->net == CORRAL_NET_HOST)
-		record(res, "netns", false, "host network (--net host)");
-	else
-		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
-	record(res, "ipcns", L->ipcns, L->ipcns ? "private" : skip);
-	record(res, "utsns", L->utsns, L->utsns ? "hostname corral" : skip);
-	record(res, "cgroupns", L->cgroupns, L->cgroupns ? "private" : skip);
-	char d[96];
-	if (L->landlock)
-		snprintf(d, sizeof(d), "abi %d%s%s", L->ll.abi,
-		         L->ll.deny_tcp && L->ll.abi >= 4 ? ", tcp denied" : "",
-		         L->ll.abi >= 6 ? ", abstract unix and signals scoped" : "");
-	record(res, "landlock", L->landlock, L->landlock ? d : skip);
-	record(res, "seccomp", L->seccomp, L->seccomp ? "deny-list, EPERM" : skip);
-	record(res, "caps", true, "all dropped, no_new_privs");
-}
-
-/* The environment block; without a mount namespace TMPDIR names the private host tmp. */
-static int prepare_env(struct launch *L)
-{
-	const struct corral_config *cfg = L->cfg;
-	env_free(L->envp);
-	L->envp = NULL;
-	struct env_entry *ents = calloc(cfg->n_env + 1, sizeof(*ents));
-	if (!ents)
-		return -1;
-	size_t n = 0;
-	if (L->private_tmp && !L->mountns)
-		ents[n++] = (struct env_entry){"TMPDIR", L->private_tmp};
-	if (cfg->n_env)
-		memcpy(ents + n, cfg->env, cfg->n_env * sizeof(*ents));
-	L->envp = env_build(ents, cfg->n_env + n, cfg->workspace);
-	free(ents);
-	return L->envp ? 0 : -1;
-}
-
-/* Create a private /tmp on the host for runs without a mount namespace. */
-static int make_private_tmp(struct launch *L)
-{
-	char tmpl[] = "/tmp/corral-tmp-XXXXXX";
-	if (!mkdtemp(tmpl))
-		return -1;
-	L->private_tmp = strdup(tmpl);
-	return L->private_tmp ? 0 : -1;
-}
 
 static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 {
@@ -722,166 +442,107 @@ static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 	return (int)pid;
 }
 
+static int make_pipes(const struct corral_config *cfg, int p_in[2], int p_out[2], int p_err[2],
+                      int p_rep[2], int p_sync[2], struct corral_error *err)
+{
+	if (pipe2(p_out, O_CLOEXEC) < 0 || pipe2(p_err, O_CLOEXEC) < 0 ||
+	    pipe2(p_rep, O_CLOEXEC) < 0 || pipe2(p_sync, O_CLOEXEC) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "pipe",
+		                        "pipe: %s; raise the open-files limit of the supervisor",
+		                        strerror(errno));
+	if (cfg->stdin_is_data) {
+		if (pipe2(p_in, O_CLOEXEC) < 0)
+			return corral_set_error(err, CORRAL_ESYS, errno, "pipe", "pipe: %s",
+			                        strerror(errno));
+	} else if (cfg->stdin_fd >= 0) {
+		p_in[0] = fcntl(cfg->stdin_fd, F_DUPFD_CLOEXEC, 3);
+	} else {
+		p_in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	if (p_in[0] < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "stdin", "stdin: %s",
+		                        strerror(errno));
+	return 0;
+}
+
+static uint64_t clone_flags(const struct launch *L)
+{
+	uint64_t flags = 0;
+	if (L->userns)
+		flags |= CLONE_NEWUSER;
+	if (L->mountns)
+		flags |= CLONE_NEWNS;
+	if (L->pidns)
+		flags |= CLONE_NEWPID;
+	if (L->netns)
+		flags |= CLONE_NEWNET;
+	if (L->ipcns)
+		flags |= CLONE_NEWIPC;
+	if (L->utsns)
+		flags |= CLONE_NEWUTS;
+	if (L->cgroupns && !L->cgroupns_late)
+		flags |= CLONE_NEWCGROUP;
+	return flags;
+}
+
+static bool userns_refused(int e)
+{
+	return e == EPERM || e == EINVAL || e == ENOSPC || e == EACCES;
+}
+
+/* Signals blocked across the clone: the child must not run a handler of the caller's before
+ * it has reset them, and its init waits for signals with sigwaitinfo. */
+static pid_t clone_blocked(struct launch *L, int *cgfd, int *pidfd, int *clone_errno)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	L->cgroupns_late = L->cgroupns && L->cg && *cgfd < 0;
+	pid_t pid = clone_sandbox(L, clone_flags(L), *cgfd, pidfd);
+	if (pid < 0 && *cgfd >= 0 && (errno == EINVAL || errno == ENOSYS || errno == EBUSY)) {
+		*cgfd = -1; /* CLONE_INTO_CGROUP unsupported: attach after the clone instead */
+		L->cgroupns_late = L->cgroupns;
+		pid = clone_sandbox(L, clone_flags(L), -1, pidfd);
+	}
+	*clone_errno = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pid;
+}
+
 int launch_start(const struct corral_config *cfg, struct corral_result *res,
                  struct launch_out *out, struct corral_error *err)
 {
 	struct launch L;
 	memset(&L, 0, sizeof(L));
 	L.cfg = cfg;
-	argarea(&L.argarea_start, &L.argarea_end);
+	plan_argarea(&L.argarea_start, &L.argarea_end);
 	L.uid = getuid();
 	L.gid = getgid();
 	int r;
 	int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1};
 	int p_rep[2] = {-1, -1}, p_sync[2] = {-1, -1};
 	int pidfd = -1;
-	struct cgroup_handle *cg = NULL;
 	out->pid = -1;
 
-	if ((r = choose_layers(&L, res, err)) < 0)
+	if ((r = plan_choose_layers(&L, res, err)) < 0 || (r = plan_prepare(&L, res, err)) < 0 ||
+	    (r = make_pipes(cfg, p_in, p_out, p_err, p_rep, p_sync, err)) < 0)
 		goto fail;
-	const char *cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
-	L.cwd = cwd;
-	if ((r = mount_plan_build(&L.mounts, cfg->workspace, cwd, cfg->limits[CORRAL_LIMIT_TMPFS]
-	                                                          ? cfg->limits[CORRAL_LIMIT_TMPFS]
-	                                                          : 256ULL << 20,
-	                          err)) < 0)
-		goto fail;
-	if (!L.mountns && L.landlock && cfg->mode != CORRAL_MODE_NONE) {
-		if (make_private_tmp(&L) < 0) {
-			r = corral_set_error(err, CORRAL_ESYS, errno, "tmp",
-			                     "tmp: cannot create a private /tmp directory: %s",
-			                     strerror(errno));
-			goto fail;
-		}
-	}
-	if (L.landlock && build_landlock(&L, L.ll.abi) < 0) {
-		r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
-		goto fail;
-	}
-	/* cgroup: limits of memory and pids, and a reliable kill of the whole tree. */
-	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
-	 * counts per sandbox, so an unprivileged caller's process limit needs no cgroup; but the
-	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
-	bool pids_need_cg = cfg->limits[CORRAL_LIMIT_PIDS] &&
-	                    (L.uid == 0 || (!L.userns && !cfg->pids_default));
-	bool want_cg = cfg->mode != CORRAL_MODE_NONE && !test_disabled("cgroup") &&
-	               (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
-	if (want_cg) {
-		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
-		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS]};
-		struct corral_error cgerr = {0};
-		if (cgroup_prepare(&lim, &cg, &cgerr) < 0) {
-			cg = NULL;
-			record(res, "cgroup", false, cgerr.message);
-		}
-	} else {
-		record(res, "cgroup", false,
-		       cfg->mode == CORRAL_MODE_NONE ? "mode none"
-		                                     : "not needed: no memory limit, and processes are "
-		                                       "limited by RLIMIT_NPROC per user namespace");
-	}
-	/* RLIMIT_NPROC counts per user namespace; without one it would count every process
-	 * of the host user, so the default process limit only applies inside a userns. */
-	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
-	if (!L.userns && cfg->pids_default)
-		nproc = 0;
-	rlimit_plan_build(&L.rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
-	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE],
-	                  cfg->limits[CORRAL_LIMIT_FSIZE], cg != NULL, cg != NULL);
-	prepare_env(&L);
-	L.argv = cfg->argv;
-	L.exec_buf = malloc(PATH_MAX);
-	if (!L.envp || !L.exec_buf || split_path(&L) < 0) {
-		r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "out of memory");
-		goto fail;
-	}
-
-	if (pipe2(p_out, O_CLOEXEC) < 0 || pipe2(p_err, O_CLOEXEC) < 0 ||
-	    pipe2(p_rep, O_CLOEXEC) < 0 || pipe2(p_sync, O_CLOEXEC) < 0) {
-		r = corral_set_error(err, CORRAL_ESYS, errno, "pipe",
-		                     "pipe: %s; raise the open-files limit of the supervisor",
-		                     strerror(errno));
-		goto fail;
-	}
-	if (cfg->stdin_is_data) {
-		if (pipe2(p_in, O_CLOEXEC) < 0) {
-			r = corral_set_error(err, CORRAL_ESYS, errno, "pipe", "pipe: %s",
-			                     strerror(errno));
-			goto fail;
-		}
-	} else if (cfg->stdin_fd >= 0) {
-		p_in[0] = fcntl(cfg->stdin_fd, F_DUPFD_CLOEXEC, 3);
-	} else {
-		p_in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	}
-	if (p_in[0] < 0) {
-		r = corral_set_error(err, CORRAL_ESYS, errno, "stdin", "stdin: %s", strerror(errno));
-		goto fail;
-	}
 	L.fd_in = p_in[0];
 	L.fd_out = p_out[1];
 	L.fd_err = p_err[1];
 	L.fd_report = p_rep[1];
 	L.fd_sync = p_sync[0];
 
-	uint64_t flags = 0;
-	if (L.userns)
-		flags |= CLONE_NEWUSER;
-	if (L.mountns)
-		flags |= CLONE_NEWNS;
-	if (L.pidns)
-		flags |= CLONE_NEWPID;
-	if (L.netns)
-		flags |= CLONE_NEWNET;
-	if (L.ipcns)
-		flags |= CLONE_NEWIPC;
-	if (L.utsns)
-		flags |= CLONE_NEWUTS;
-	if (L.cgroupns)
-		flags |= CLONE_NEWCGROUP;
-
-	/* Signals blocked across the clone: the child must not run a handler of the caller's
-	 * before it has reset them, and its init waits for signals with sigwaitinfo. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int cgfd = cg ? cgroup_clone_fd(cg) : -1;
-	pid_t pid = clone_sandbox(&L, flags, cgfd, &pidfd);
-	if (pid < 0 && cgfd >= 0 && (errno == EINVAL || errno == ENOSYS || errno == EBUSY)) {
-		cgfd = -1; /* CLONE_INTO_CGROUP unsupported: attach after the clone instead */
-		pid = clone_sandbox(&L, flags, -1, &pidfd);
-	}
-	int clone_errno = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO &&
-	    (clone_errno == EPERM || clone_errno == EINVAL || clone_errno == ENOSPC ||
-	     clone_errno == EACCES)) {
+	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno;
+	pid_t pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
+	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno)) {
 		/* No user namespaces here: fall down one tier and say so. */
-		L.userns = L.mountns = L.pidns = L.netns = L.ipcns = L.utsns = L.cgroupns = false;
-		if (!L.private_tmp && make_private_tmp(&L) < 0) {
-			r = corral_set_error(err, CORRAL_ESYS, errno, "tmp", "tmp: %s",
-			                     strerror(errno));
+		if ((r = plan_drop_namespaces(&L, err)) < 0)
 			goto fail;
-		}
-		free(L.ll_rules);
-		L.ll_rules = NULL;
-		if (L.landlock && build_landlock(&L, L.ll.abi) < 0) {
-			r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
-			goto fail;
-		}
-		if (prepare_env(&L) < 0) {
-			r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "out of memory");
-			goto fail;
-		}
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		pid = clone_sandbox(&L, 0, cgfd, &pidfd);
-		clone_errno = errno;
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
 	}
 	if (pid < 0) {
-		if (L.userns && (clone_errno == EPERM || clone_errno == EINVAL ||
-		                 clone_errno == ENOSPC || clone_errno == EACCES)) {
+		if (L.userns && userns_refused(clone_errno)) {
 			char why[300];
 			userns_probe(why, sizeof(why));
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "userns",
@@ -896,7 +557,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 	}
 	out->pid = pid;
 	out->pidfd = pidfd;
-	record_layers(&L, res);
+	plan_record_layers(&L, res);
 
 	/* Parent-side setup, then release the child through the sync pipe. */
 	if (L.userns) {
@@ -908,17 +569,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 			goto fail_kill;
 		}
 	}
-	if (cg) {
-		if (cgfd < 0 && (r = cgroup_attach(cg, pid, err)) < 0)
+	if (L.cg) {
+		if (cgfd < 0 && (r = cgroup_attach(L.cg, pid, err)) < 0)
 			goto fail_kill;
-		record(res, "cgroup", true, cgroup_describe(cg));
-	} else if (want_cg) {
-		/* the reason was recorded when prepare failed */
+		result_add_layer(res, "cgroup", true, cgroup_describe(L.cg));
 	}
-	if (!cg)
-		record(res, "rlimits", true, "cpu, data, nproc, nofile, fsize, core=0");
-	else
-		record(res, "rlimits", true, "cpu, nofile, fsize, core=0");
 	if (write(p_sync[1], "x", 1) != 1) {
 		r = corral_set_error(err, CORRAL_ESYS, errno, "sync", "sync: %s", strerror(errno));
 		goto fail_kill;
@@ -935,10 +590,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res,
 	out->in_fd = p_in[1];
 	out->report_fd = p_rep[0];
 	out->pidns = L.pidns;
-	out->cg = cg;
+	out->cg = L.cg;
 	out->private_tmp = L.private_tmp;
-	L.private_tmp = NULL;
-	launch_free(&L);
+	out->held = L.held;
+	out->n_held = L.n_held;
+	plan_free(&L);
 	return 0;
 
 fail_kill:
@@ -950,26 +606,21 @@ fail_kill:
 	}
 fail:
 	for (int i = 0; i < 2; i++) {
-		if (p_in[i] >= 0)
-			close(p_in[i]);
-		if (p_out[i] >= 0)
-			close(p_out[i]);
-		if (p_err[i] >= 0)
-			close(p_err[i]);
-		if (p_rep[i] >= 0)
-			close(p_rep[i]);
-		if (p_sync[i] >= 0)
-			close(p_sync[i]);
+		int *fds[] = {&p_in[i], &p_out[i], &p_err[i], &p_rep[i], &p_sync[i]};
+		for (size_t k = 0; k < ARRAY_SIZE(fds); k++)
+			if (*fds[k] >= 0)
+				close(*fds[k]);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
-	if (cg)
-		cgroup_destroy(cg);
+	if (L.cg)
+		cgroup_destroy(L.cg);
 	if (L.private_tmp) {
 		rmdir(L.private_tmp);
 		free(L.private_tmp);
 	}
-	launch_free(&L);
+	plan_release_protected(L.held, L.n_held);
+	plan_free(&L);
 	out->pid = -1;
 	return r;
 }

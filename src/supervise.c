@@ -1,7 +1,7 @@
 /* Supervision: one epoll set per run over the pidfd, the output pipes, the stdin pipe, the
  * report pipe and one timerfd for every deadline (timeout, kill grace, output drain).
  * corral_run() is corral_spawn() plus corral_proc_step() until done. */
-#include "internal.h"
+#include "launch.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -96,12 +96,13 @@ static void hard_kill(corral_proc *p)
 	if (p->killed)
 		return;
 	p->killed = true;
-	if (p->lo.cg)
-		cgroup_kill_all(p->lo.cg);
+	/* A pid namespace dies with its init: no need for the cgroup's (blocking) kill loop. */
 	if (p->lo.pidns) {
 		send_init(p, SIGKILL);
 		return;
 	}
+	if (p->lo.cg)
+		cgroup_kill_all(p->lo.cg);
 	if (p->cmd_pid > 0)
 		kill(-p->cmd_pid, SIGKILL);
 	send_init(p, SIGUSR1);
@@ -254,6 +255,22 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 	return 0;
 }
 
+/* What the run left on the host for its own use: the private tmp of a run without a mount
+ * namespace, and the placeholders of protected paths. Only after everything has exited. */
+static void release_host_state(corral_proc *p)
+{
+	if (p->lo.private_tmp) {
+		nftw(p->lo.private_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+		free(p->lo.private_tmp);
+		p->lo.private_tmp = NULL;
+	}
+	if (p->lo.held) {
+		plan_release_protected(p->lo.held, p->lo.n_held);
+		p->lo.held = NULL;
+		p->lo.n_held = 0;
+	}
+}
+
 static void classify(corral_proc *p)
 {
 	struct corral_result *res = p->res;
@@ -345,11 +362,7 @@ static void finish(corral_proc *p)
 		cgroup_destroy(p->lo.cg);
 		p->lo.cg = NULL;
 	}
-	if (p->lo.private_tmp) {
-		nftw(p->lo.private_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		free(p->lo.private_tmp);
-		p->lo.private_tmp = NULL;
-	}
+	release_host_state(p);
 	p->finished = true;
 }
 
@@ -427,10 +440,7 @@ static void proc_free(corral_proc *p)
 	capture_free(&p->cap[1]);
 	if (p->lo.cg)
 		cgroup_destroy(p->lo.cg);
-	if (p->lo.private_tmp) {
-		nftw(p->lo.private_tmp, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-		free(p->lo.private_tmp);
-	}
+	release_host_state(p);
 	if (!p->result_taken)
 		corral_result_free(p->res);
 	corral_config_free(p->cfg);
@@ -638,5 +648,11 @@ int corral_run(const corral_config *cfg, struct corral_result **out, struct corr
 	}
 	corral_proc_result(p, out, err);
 	corral_proc_destroy(p);
+	/* The sandbox could not be set up, or the command could not be started: say so. */
+	if ((*out)->error.code) {
+		if (err)
+			*err = (*out)->error;
+		return (*out)->error.code;
+	}
 	return 0;
 }

@@ -2,6 +2,9 @@
 #ifndef CORRAL_CLI_H
 #define CORRAL_CLI_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "corral.h"
 
 /* Exit codes, as timeout(1) and env(1). */
@@ -14,6 +17,11 @@ enum {
 
 int cmd_run(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
+void usage_mcp(FILE *f);
+int cmd_policy(int argc, char **argv);
+/* Print corral_explain() as text or JSON; returns an exit code. */
+int print_explain(const corral_config *cfg, bool json);
 void usage_run(FILE *f);
 
 /* Print "corral: <message>" on stderr. */

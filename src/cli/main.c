@@ -24,6 +24,8 @@ static void usage(FILE *f)
 	      "Commands:\n"
 	      "  run      run a command in a sandbox (corral help run)\n"
 	      "  check    probe this host for each isolation layer\n"
+	      "  mcp      serve the Model Context Protocol on stdio (corral help mcp)\n"
+	      "  policy   explain, validate and query policies (corral policy --help)\n"
 	      "  version  print the version\n"
 	      "  help     show help for a command\n"
 	      "\n"
@@ -44,6 +46,10 @@ int main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mcp"))
+		return cmd_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "policy"))
+		return cmd_policy(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;
@@ -51,6 +57,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "run"))
 			usage_run(stdout);
+		else if (argc > 2 && !strcmp(argv[2], "mcp"))
+			usage_mcp(stdout);
 		else
 			usage(stdout);
 		return 0;

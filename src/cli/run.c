@@ -2,6 +2,8 @@
  * JSON result, and exit like timeout(1). */
 #include <errno.h>
 #include <getopt.h>
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,9 +38,19 @@ void usage_run(FILE *f)
 	      "      --fsize SIZE       largest file the command may write (SIGXFSZ)\n"
 	      "      --tmpfs-size SIZE  size of the private /tmp (default 256M)\n"
 	      "      --max-output SIZE  bytes kept per stream; head and tail kept (default 1M)\n"
-	      "      --env NAME         pass NAME from corral's environment\n"
+	      "      --env NAME         pass NAME (or a glob like LC_*) from corral's environment,\n"
+	      "                         unless a deny rule withholds it (*_TOKEN, AWS_*, ...)\n"
 	      "      --env NAME=VALUE   set NAME in the sandbox\n"
 	      "  -i, --stdin            pass corral's stdin to the command (default: /dev/null)\n"
+	      "      --profile P        a builtin profile (default, readonly, strict, network) or\n"
+	      "                         a JSON profile file; the flags here override it\n"
+	      "      --ro PATH          also show PATH read-only (absolute, ~/..., or relative to\n"
+	      "                         the workspace)\n"
+	      "      --rw PATH          also show PATH read-write\n"
+	      "      --hide PATH        hide PATH, even inside a visible tree (deny wins)\n"
+	      "      --dry-run          print the resolved plan (mounts, Landlock, seccomp, env,\n"
+	      "                         limits, command decision) and run nothing\n"
+	      "      --quiet            no notes from corral on stderr after the command\n"
 	      "      --net none|host    network: none (loopback only, default) or the host's\n"
 	      "      --mode MODE        required (default): fail if a layer is missing;\n"
 	      "                         auto: use what the host offers and report the rest;\n"
@@ -64,6 +76,12 @@ enum {
 	OPT_NET,
 	OPT_MODE,
 	OPT_JSON,
+	OPT_PROFILE,
+	OPT_RO,
+	OPT_RW,
+	OPT_HIDE,
+	OPT_DRY_RUN,
+	OPT_QUIET,
 };
 
 static const struct option long_opts[] = {
@@ -84,14 +102,21 @@ static const struct option long_opts[] = {
 	{"net", required_argument, NULL, OPT_NET},
 	{"mode", required_argument, NULL, OPT_MODE},
 	{"json", no_argument, NULL, OPT_JSON},
+	{"profile", required_argument, NULL, OPT_PROFILE},
+	{"ro", required_argument, NULL, OPT_RO},
+	{"rw", required_argument, NULL, OPT_RW},
+	{"hide", required_argument, NULL, OPT_HIDE},
+	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
+	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
 
 struct run_opts {
-	const char *shell, *workspace, *cwd;
+	const char *shell, *workspace, *cwd, *profile;
 	uint64_t timeout_ms, kill_after_ms;
-	bool stdin_pass, json;
+	bool timeout_set, kill_after_set;
+	bool stdin_pass, json, dry_run, quiet;
 };
 
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
@@ -129,10 +154,31 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	case 't':
 		if (parse_duration_ms(arg, &o->timeout_ms, &why) < 0)
 			return bad_value("--timeout", arg, why);
+		o->timeout_set = true;
 		return 0;
 	case OPT_KILL_AFTER:
 		if (parse_duration_ms(arg, &o->kill_after_ms, &why) < 0)
 			return bad_value("--kill-after", arg, why);
+		o->kill_after_set = true;
+		return 0;
+	case OPT_PROFILE:
+		return 0; /* applied before every other option */
+	case OPT_RO:
+	case OPT_RW:
+	case OPT_HIDE:
+		if (corral_config_add_path(cfg,
+		                           c == OPT_RO   ? CORRAL_PATH_READ
+		                           : c == OPT_RW ? CORRAL_PATH_WRITE
+		                                         : CORRAL_PATH_DENY,
+		                           arg, err) < 0)
+			return bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
+			                 err->message);
+		return 0;
+	case OPT_DRY_RUN:
+		o->dry_run = true;
+		return 0;
+	case OPT_QUIET:
+		o->quiet = true;
 		return 0;
 	case OPT_MEMORY:
 	case OPT_FSIZE:
@@ -174,12 +220,8 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 			if (r < 0)
 				return bad_value("--env", arg, err->message);
 		} else {
-			const char *val = getenv(arg);
-			if (!env_name_valid(arg))
-				return bad_value("--env", arg, "not a valid variable name");
-			if (!val) /* asked to pass a variable the host does not have: nothing */
-				return 0;
-			if (corral_config_setenv(cfg, arg, val, err) < 0)
+			/* passing a host variable is an allow rule: the deny globs still win */
+			if (corral_config_env_allow(cfg, arg, err) < 0)
 				return bad_value("--env", arg, err->message);
 		}
 		return 0;
@@ -216,6 +258,48 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	return 0;
 }
 
+/* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
+ * grace, so that Ctrl-C still ends in a result. */
+static struct corral_result *run_with_signals(const corral_config *cfg, struct corral_error *err)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	struct corral_result *res = NULL;
+	corral_proc *p = NULL;
+	if (sfd < 0 || corral_spawn(cfg, &p, err) < 0) {
+		if (sfd >= 0)
+			close(sfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		/* corral_run describes the failure in a result of its own */
+		corral_run(cfg, &res, err);
+		return res;
+	}
+	struct pollfd pfd[2] = {{.fd = corral_proc_fd(p), .events = POLLIN},
+	                        {.fd = sfd, .events = POLLIN}};
+	int r = 0;
+	while (r == 0) {
+		if (poll(pfd, 2, corral_proc_next_timeout_ms(p)) < 0 && errno != EINTR)
+			break;
+		if (pfd[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				corral_proc_cancel(p, cfg->kill_after_ms, NULL);
+		}
+		r = corral_proc_step(p, 0, err);
+	}
+	if (r == 1)
+		corral_proc_result(p, &res, err);
+	corral_proc_destroy(p);
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return res;
+}
+
 static int exit_code_for(const struct corral_result *res)
 {
 	if (res->error.code == CORRAL_ENOTFOUND)
@@ -231,26 +315,67 @@ static int exit_code_for(const struct corral_result *res)
 	return res->exit_code;
 }
 
+/* Warn about --env NAME that a deny rule withholds: the user asked for it by name. */
+static void warn_withheld(const corral_config *cfg, int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--env") || strchr(argv[i + 1], '='))
+			continue;
+		const char *rule = policy_env_denied_by(cfg, argv[i + 1]);
+		if (rule && getenv(argv[i + 1]))
+			cli_error("warning: --env %s is withheld by the deny rule '%s'; pass it "
+			          "explicitly with --env %s=VALUE if the sandbox really needs it",
+			          argv[i + 1], rule, argv[i + 1]);
+	}
+}
+
 static int configure(int argc, char **argv, corral_config *cfg, struct run_opts *o,
                      struct corral_error *err)
 {
 	o->timeout_ms = 60000;
 	o->kill_after_ms = 2000;
 	int c;
+	struct {
+		int c;
+		const char *arg;
+	} *seen = calloc((size_t)argc + 1, sizeof(*seen));
+	int n_seen = 0;
+	if (!seen)
+		return EXIT_CORRAL_FAILED;
+	opterr = 0;
 	/* '+': stop at the first non-option, so the command's own flags are left alone */
 	while ((c = getopt_long(argc, argv, "+c:w:C:t:ih", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage_run(stdout);
+			free(seen);
 			return -1;
 		}
-		if (c == '?') {
-			fprintf(stderr, "corral: run 'corral help run' for the list of options\n");
+		if (c == '?' || c == ':') {
+			cli_error("%s '%s'; run 'corral help run' for the list of options",
+			          optopt ? "option needs a value or is unknown:" : "unknown option",
+			          argv[optind - 1]);
+			free(seen);
 			return EXIT_CORRAL_FAILED;
 		}
-		int r = apply_opt(c, optarg, cfg, o, err);
-		if (r)
-			return r;
+		if (c == OPT_PROFILE)
+			o->profile = optarg;
+		seen[n_seen].c = c;
+		seen[n_seen++].arg = optarg;
 	}
+	/* The profile first, so that every flag overrides or adds to it. */
+	if (o->profile && corral_config_load_profile(cfg, o->profile, err) < 0) {
+		cli_error("%s", err->message);
+		free(seen);
+		return EXIT_CORRAL_FAILED;
+	}
+	for (int i = 0; i < n_seen; i++) {
+		int r = apply_opt(seen[i].c, seen[i].arg, cfg, o, err);
+		if (r) {
+			free(seen);
+			return r;
+		}
+	}
+	free(seen);
 	char cwdbuf[PATH_MAX];
 	const char *ws = o->workspace;
 	if (!ws)
@@ -277,7 +402,11 @@ static int configure(int argc, char **argv, corral_config *cfg, struct run_opts 
 		cli_error("%s", err->message);
 		return EXIT_CORRAL_FAILED;
 	}
-	if (corral_config_set_timeout_ms(cfg, o->timeout_ms, o->kill_after_ms, err) < 0) {
+	/* flags override the profile's timeouts; otherwise the profile (or default) stands */
+	if ((o->timeout_set || o->kill_after_set) &&
+	    corral_config_set_timeout_ms(cfg, o->timeout_set ? o->timeout_ms : cfg->timeout_ms,
+	                                 o->kill_after_set ? o->kill_after_ms : cfg->kill_after_ms,
+	                                 err) < 0) {
 		cli_error("%s", err->message);
 		return EXIT_CORRAL_FAILED;
 	}
@@ -304,11 +433,16 @@ int cmd_run(int argc, char **argv)
 		corral_config_free(cfg);
 		return r < 0 ? 0 : r;
 	}
+	warn_withheld(cfg, argc, argv);
+	if (o.dry_run) {
+		int rc = print_explain(cfg, o.json);
+		corral_config_free(cfg);
+		return rc;
+	}
 	/* Our stdout may be a closed pipe; a failed write must not kill corral before it has
 	 * reaped the sandbox. */
 	signal(SIGPIPE, SIG_IGN);
-	struct corral_result *res = NULL;
-	corral_run(cfg, &res, &err);
+	struct corral_result *res = run_with_signals(cfg, &err);
 	int code = EXIT_CORRAL_FAILED;
 	if (res) {
 		code = exit_code_for(res);

@@ -566,7 +566,7 @@ int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
 	if (cg->version == 0) {
 		free(cg);
 		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "cgroup",
-		                        "cgroup: no usable cgroup (%s); or run with --mode=auto",
+		                        "cgroup: no usable cgroup (%s); memory and process limits fall back to rlimits",
 		                        strncmp(detail, "none: ", 6) == 0 ? detail + 6 : detail);
 	}
 	snprintf(name, sizeof(name), "corral-%d-%u", (int)getpid(),

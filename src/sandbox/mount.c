@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <linux/mount.h>
 #include <linux/openat2.h>
@@ -107,49 +108,91 @@ static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
 	return 0;
 }
 
-static int plan_etc(struct mount_plan *p, size_t *cap)
+/* What the dynamic loader needs from /etc; nothing else for the "strict" profile. */
+static const char *const etc_minimal[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d"};
+
+static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *names, size_t n)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(etc_allow); i++) {
+	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		struct stat st;
-		snprintf(path, sizeof(path), "/etc/%s", etc_allow[i]);
+		snprintf(path, sizeof(path), "/etc/%s", names[i]);
 		if (lstat(path, &st) < 0)
 			continue;
+		const char *src = path;
+		char *real = NULL;
 		if (S_ISLNK(st.st_mode)) {
-			/* resolv.conf and localtime are often symlinks into /run or /usr: bind
-			 * what they point to, at the /etc name, so that no host path outside the
-			 * plan has to exist in the sandbox. */
-			char *real = realpath(path, NULL);
-			if (!real)
+			/* resolv.conf and localtime are often symlinks into /run or /usr: bind what
+			 * they point to, at the /etc name, so no host path outside the plan has to
+			 * exist in the sandbox. */
+			real = realpath(path, NULL);
+			if (!real || stat(real, &st) < 0) {
+				free(real);
 				continue;
-			struct stat rst;
-			int r = 0;
-			if (stat(real, &rst) == 0)
-				r = plan_add(p, cap, S_ISDIR(rst.st_mode) ? MOP_BIND_RO : MOP_FILE_RO,
-				             real, path, 1, LL_READ, 0);
-			free(real);
-			if (r < 0)
-				return -1;
-			continue;
+			}
+			src = real;
 		}
-		if (plan_add(p, cap, S_ISDIR(st.st_mode) ? MOP_BIND_RO : MOP_FILE_RO, path, path, 1,
-		             LL_READ, 0) < 0)
+		int r = plan_add(p, cap, S_ISDIR(st.st_mode) ? MOP_BIND_RO : MOP_FILE_RO, src, path, 1,
+		                 LL_READ, 0);
+		free(real);
+		if (r < 0)
 			return -1;
 	}
 	return 0;
 }
 
-int mount_plan_build(struct mount_plan *plan, const char *workspace, const char *cwd,
-                     uint64_t tmpfs_size, struct corral_error *err)
+static int cmp_len(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+	return la < lb ? -1 : la > lb;
+}
+
+/* The extra read and write trees, shallowest first so a deeper bind lands on top of the
+ * shallower one that contains it. Write wins over read for the very same path. */
+static int plan_extra(struct mount_plan *p, size_t *cap, const struct mount_request *req)
+{
+	size_t n = req->n_read + req->n_write;
+	if (!n)
+		return 0;
+	const char **all = calloc(n, sizeof(char *));
+	if (!all)
+		return -1;
+	for (size_t i = 0; i < req->n_read; i++)
+		all[i] = req->read[i];
+	for (size_t i = 0; i < req->n_write; i++)
+		all[req->n_read + i] = req->write[i];
+	qsort(all, n, sizeof(char *), cmp_len);
+	int r = 0;
+	for (size_t i = 0; i < n && r == 0; i++) {
+		bool writable = false, dup = false;
+		for (size_t k = 0; k < req->n_write; k++)
+			writable |= !strcmp(all[i], req->write[k]);
+		for (size_t k = 0; k < i; k++)
+			dup |= !strcmp(all[i], all[k]);
+		if (dup)
+			continue;
+		r = plan_add(p, cap, writable ? MOP_BIND_RW : MOP_BIND_RO, all[i], all[i], 0,
+		             writable ? LL_READ | LL_WRITE | LL_EXEC : LL_READ | LL_EXEC, 0);
+		if (r == 0)
+			p->ops[p->n_ops - 1].no_symlinks = 1;
+	}
+	free(all);
+	return r;
+}
+
+int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
+                     struct corral_error *err)
 {
 	size_t cap = 0;
 	memset(plan, 0, sizeof(*plan));
+	uint64_t tmpfs_size = req->tmpfs_size;
 	static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
 	                                     "/lib64", "/libx32"};
 	for (size_t i = 0; i < ARRAY_SIZE(system); i++)
 		if (plan_system(plan, &cap, system[i]) < 0)
 			goto oom;
-	if (plan_etc(plan, &cap) < 0)
+	if (req->etc_minimal ? plan_etc_list(plan, &cap, etc_minimal, ARRAY_SIZE(etc_minimal))
+	                     : plan_etc_list(plan, &cap, etc_allow, ARRAY_SIZE(etc_allow)) < 0)
 		goto oom;
 	if (plan_add(plan, &cap, MOP_TMPFS, NULL, "/dev", 0, 0, 1u << 20) < 0)
 		goto oom;
@@ -182,15 +225,27 @@ int mount_plan_build(struct mount_plan *plan, const char *workspace, const char 
 	if (plan_add(plan, &cap, MOP_TMPFS, NULL, "/tmp", 0, LL_READ | LL_WRITE | LL_EXEC,
 	             tmpfs_size) < 0)
 		goto oom;
-	/* The workspace last among the binds: everything after it that lands inside it must
-	 * resolve without following the symlinks the sandbox may have planted there. */
-	struct mount_op *ws_op;
-	if (plan_add(plan, &cap, MOP_BIND_RW, workspace, workspace, 0,
-	             LL_READ | LL_WRITE | LL_EXEC, 0) < 0)
+	/* The workspace after the system: everything after it that lands inside it resolves
+	 * without following the symlinks the sandbox may have planted there. */
+	if (plan_add(plan, &cap, req->workspace_ro ? MOP_BIND_RO : MOP_BIND_RW, req->workspace,
+	             req->workspace, 0,
+	             req->workspace_ro ? LL_READ | LL_EXEC : LL_READ | LL_WRITE | LL_EXEC, 0) < 0)
 		goto oom;
-	ws_op = &plan->ops[plan->n_ops - 1];
-	ws_op->no_symlinks = 1;
-	plan->cwd = strdup(cwd ? cwd : workspace);
+	plan->ops[plan->n_ops - 1].no_symlinks = 1;
+	if (plan_extra(plan, &cap, req) < 0)
+		goto oom;
+	/* Protected paths: read-only over themselves. Landlock does not mirror these (it cannot
+	 * take a right away beneath a tree that has it); the read-only mount is the layer. */
+	for (size_t i = 0; i < req->n_protect; i++) {
+		if (plan_add(plan, &cap, MOP_BIND_RO, req->protect[i], req->protect[i], 1, 0, 0) < 0)
+			goto oom;
+		plan->ops[plan->n_ops - 1].no_symlinks = 1;
+	}
+	/* Masks last: deny wins over every allow above. */
+	for (size_t i = 0; i < req->n_deny; i++)
+		if (plan_add(plan, &cap, MOP_MASK, req->deny[i], req->deny[i], 1, 0, 0) < 0)
+			goto oom;
+	plan->cwd = strdup(req->cwd ? req->cwd : req->workspace);
 	plan->buf1 = malloc(PATH_MAX);
 	plan->buf2 = malloc(PATH_MAX);
 	if (!plan->cwd || !plan->buf1 || !plan->buf2)
@@ -449,6 +504,36 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 		}
 		return symlink(op->src, pbuf) < 0 && errno != EEXIST ? -errno : 0;
 	}
+	case MOP_MASK: {
+		/* Only what exists (and is thus visible through an allowed tree) needs hiding. */
+		int fd = sys_openat2(rootfd, op->dst + 1, O_PATH | O_CLOEXEC,
+		                     RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
+		if (fd < 0)
+			return fd == -ENOENT ? 0 : fd;
+		struct stat st;
+		r = fstat(fd, &st) < 0 ? -errno : 0;
+		close(fd);
+		if (r < 0)
+			return r;
+		if (S_ISDIR(st.st_mode)) {
+			r = s_join(pbuf, NEWROOT, op->dst);
+			if (r == 0 && mount("tmpfs", pbuf, "tmpfs",
+			                    MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+			                    "mode=0000,size=4k") < 0)
+				r = -errno;
+			return r;
+		}
+		/* a file: bind the empty file made in the scratch root */
+		int src = sys_openat2(AT_FDCWD, "/empty", O_PATH | O_CLOEXEC, 0);
+		if (src < 0)
+			return src;
+		r = attach_clone(src, rootfd, op->dst, 1,
+		                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+		                         MOUNT_ATTR_NOEXEC,
+		                 buf);
+		close(src);
+		return r;
+	}
 	case MOP_DIR: {
 		int fd = make_target(rootfd, op->dst, 0, buf);
 		if (fd < 0)
@@ -496,6 +581,11 @@ int mount_setup_child(const struct mount_plan *plan, int *failed_op)
 		return -errno;
 	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
 		return -errno;
+	/* The source of file masks: an empty file outside the new root. */
+	int efd = open("/empty", O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0444);
+	if (efd < 0)
+		return -errno;
+	close(efd);
 	int rootfd = sys_openat2(AT_FDCWD, NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (rootfd < 0)
 		return rootfd;

@@ -37,6 +37,7 @@ enum mount_op_kind {
 	MOP_DIR,        /* an empty directory */
 	MOP_RO_REMOUNT, /* make an already-mounted path inside the new root read-only */
 	MOP_FILE_RO,    /* bind a single host file read-only (src file; dst created as file) */
+	MOP_MASK,       /* hide dst: an empty read-only tmpfs (directory) or empty file */
 };
 
 struct mount_op {
@@ -57,11 +58,29 @@ struct mount_plan {
 	char *buf1, *buf2;
 };
 
-/* Parent: build the default plan (system read-only, filtered /etc, workspace read-write,
- * private /tmp, fresh /proc, minimal /dev). Strings are owned by the plan. */
-struct corral_cfg_internal;
-int mount_plan_build(struct mount_plan *plan, const char *workspace, const char *cwd,
-                     uint64_t tmpfs_size, struct corral_error *err);
+/* What the plan must contain beyond the defaults. Paths are absolute host paths, resolved by
+ * the caller (symlinks in the existing part resolved). */
+struct mount_request {
+	const char *workspace, *cwd;
+	uint64_t tmpfs_size;
+	int workspace_ro, etc_minimal;
+	char *const *read;    /* extra read-only trees */
+	size_t n_read;
+	char *const *write;   /* extra read-write trees */
+	size_t n_write;
+	char *const *deny;    /* masked: an empty read-only tmpfs or file over them */
+	size_t n_deny;
+	char *const *protect; /* existing paths inside the workspace, bound read-only over
+	                         themselves */
+	size_t n_protect;
+};
+
+/* Parent: build the plan: system read-only, an allow-list of /etc (or only what the loader
+ * needs), the workspace, private /tmp, fresh /proc, minimal /dev, then the extra trees
+ * (shallowest first), protected paths, and the masks of denied paths last, so deny wins.
+ * Strings are owned by the plan. */
+int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
+                     struct corral_error *err);
 void mount_plan_free(struct mount_plan *plan);
 /* Child: make mounts private, build the new root on a tmpfs, pivot_root into it, detach the
  * old root, chdir to plan->cwd. On failure *failed_op is the index of the failing op (or -1
@@ -108,7 +127,8 @@ struct seccomp_prog {
 };
 
 struct seccomp_opts {
-	int allow_userns; /* 1: do not deny unshare/clone(CLONE_NEWUSER) */
+	int allow_userns;      /* 1: do not deny unshare/clone(CLONE_NEWUSER) */
+	int deny_unix_sockets; /* 1: socket(AF_UNIX) fails (no-namespace tier; socketpair stays) */
 };
 
 /* Parent: compile the default deny-list filter with libseccomp once (callers may cache the
@@ -120,6 +140,10 @@ void seccomp_prog_free(struct seccomp_prog *prog);
 int seccomp_apply_child(const struct seccomp_prog *prog);
 /* Any side: is seccomp filtering available? */
 int seccomp_probe(void);
+/* The names of the unconditionally denied system calls (for `corral policy explain`). The
+ * conditional rules (clone/unshare with CLONE_NEWUSER, ioctl TIOCSTI/TIOCLINUX, socket
+ * families, personality flags) are described by the caller. */
+size_t seccomp_denied_names(const char **out, size_t max);
 
 /* ---- caps.c --------------------------------------------------------------------------- */
 

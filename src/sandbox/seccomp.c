@@ -238,6 +238,21 @@ static int build_rules(scmp_filter_ctx ctx, const struct seccomp_opts *opts,
 	if (!opts || !opts->allow_userns)
 		if ((rc = add_userns_rules(ctx, err)) < 0)
 			return rc;
+	/* prlimit64 on another process (same uid) would change the supervisor's limits where
+	 * there is no pid namespace; glibc's setrlimit uses pid 0, which stays allowed. */
+	struct scmp_arg_cmp not_self = SCMP_A0(SCMP_CMP_NE, 0);
+	if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "prlimit64", __NR_prlimit64, 1, &not_self,
+	                   err)) < 0)
+		return rc;
+	/* Without a network and mount namespace, a pathname unix socket of the host (the D-Bus
+	 * bus, docker.sock, an ssh agent) is reachable by connect(), which Landlock does not
+	 * govern; socketpair() stays, for pipes between the sandbox's own processes. */
+	if (opts && opts->deny_unix_sockets) {
+		struct scmp_arg_cmp unix_fam = SCMP_A0(SCMP_CMP_EQ, AF_UNIX);
+		if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "socket", __NR_socket, 1, &unix_fam,
+		                   err)) < 0)
+			return rc;
+	}
 	return 0;
 }
 
@@ -378,4 +393,12 @@ int seccomp_probe(void)
 			return 0;
 	}
 	return 1;
+}
+
+size_t seccomp_denied_names(const char **out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(deny_list) && n < max; i++)
+		out[n++] = deny_list[i].name;
+	return n;
 }

@@ -97,8 +97,9 @@ static void test_errors(void)
 	const char *nf[] = {"no-such-program-xyz", NULL};
 	corral_config_set_argv(c, nf, NULL);
 	rc = corral_run(c, &r, &e);
-	CHECK("not_found_result", rc == 0 && r && r->error.code == CORRAL_ENOTFOUND &&
-	                              r->exit_code == 127);
+	CHECK("not_found_result", rc == CORRAL_ENOTFOUND && r &&
+	                              r->error.code == CORRAL_ENOTFOUND && r->exit_code == 127 &&
+	                              e.code == CORRAL_ENOTFOUND);
 	corral_result_free(r);
 	corral_config_free(c);
 }

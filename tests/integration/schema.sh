@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The result JSON of `corral run --json`, validated against docs/result.schema.json with a
 # strict JSON Schema (draft 2020-12) validator, for every shape of result the CLI produces:
 # success, non-zero exit, signal, timeout, not found / not executable, truncated output,
@@ -133,7 +134,9 @@ test_schema_success_and_exit() {
 	assert_eq "$(sget exit3 exit_code)" 3
 	assert_eq "$(sget exit3 stdout)" out
 	assert_eq "$(sget exit3 stderr_bytes)" 4
+	# shellcheck disable=SC2016 # expanded by the sandbox's shell
 	schema_run shell 0 -c 'echo "$((6 * 7))"'
+	# shellcheck disable=SC2016
 	assert_eq "$(sget shell command)" 'echo "$((6 * 7))"'
 	assert_eq "$(sget shell argv.0)" /bin/sh
 	assert_eq "$(sget shell stdout)" 42

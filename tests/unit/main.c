@@ -8,5 +8,7 @@ int main(void)
 	test_env();
 	test_capture();
 	test_result();
+	test_jsonrpc();
+	test_profile();
 	return t_failed ? 1 : 0;
 }

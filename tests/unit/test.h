@@ -19,4 +19,6 @@ void test_parse(void);
 void test_env(void);
 void test_capture(void);
 void test_result(void);
+void test_jsonrpc(void);
+void test_profile(void);
 #endif

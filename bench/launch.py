@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Benchmark 1: one-shot launch of /bin/true, every tool in ONE hyperfine run.
+
+Each command is smoke-tested first; a tool that is missing or fails here keeps its row in the
+report with the reason, and is left out of the hyperfine run (hyperfine stops at the first
+failing command otherwise). Medians are computed here from hyperfine's per-run times.
+"""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+from common import BENCH_DIR, CORRAL, QUICK, RESULTS, WORKSPACE, log, median, write_result
+
+BWRAP_BINDS = [
+    "--ro-bind", "/usr", "/usr",
+    "--symlink", "usr/bin", "/bin",
+    "--symlink", "usr/lib", "/lib",
+    "--symlink", "usr/lib64", "/lib64",
+    "--symlink", "usr/sbin", "/sbin",
+]
+BWRAP_ETC = ["passwd", "group", "hosts", "nsswitch.conf", "ld.so.cache", "localtime",
+             "resolv.conf"]
+
+
+def srt_settings():
+    """No network (an empty allow-list), writes only to the workspace, reads as default."""
+    path = os.path.join(RESULTS, "srt-settings.json")
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"network": {"allowedDomains": [], "deniedDomains": []},
+                   "filesystem": {"denyRead": [], "allowWrite": ["."], "denyWrite": []}}, f)
+    return path
+
+
+def bwrap_argv(ws):
+    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session"] + BWRAP_BINDS
+    for e in BWRAP_ETC:
+        p = "/etc/" + e
+        if os.path.exists(p):
+            argv += ["--ro-bind", p, p]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+             "--bind", ws, ws, "--chdir", ws, "/bin/true"]
+    return argv
+
+
+def candidates(ws):
+    srt = os.path.join(BENCH_DIR, "node_modules", ".bin", "srt")
+    return [
+        # (key, label, argv, tool binary, note)
+        ("corral", "corral run (default profile)", [CORRAL, "run", "--", "/bin/true"],
+         CORRAL, "all layers: user, mount, pid, net, ipc, uts, cgroup ns; Landlock; seccomp; "
+         "rlimits; as root also a per-run cgroup for pids.max"),
+        ("bwrap", "bwrap --unshare-all", bwrap_argv(ws), "bwrap",
+         "user, mount, pid, net, ipc, uts, cgroup ns; comparable binds; no seccomp, no Landlock"),
+        ("firejail", "firejail --noprofile --net=none",
+         ["firejail", "--quiet", "--noprofile", "--net=none", "/bin/true"], "firejail",
+         "setuid root; run as root here"),
+        ("srt", "srt (sandbox-runtime)", [srt, "--settings", srt_settings(), "/bin/true"], srt,
+         "Node.js CLI wrapping bwrap + seccomp; empty network allow-list"),
+        ("unshare", "unshare -Urnmpf", ["unshare", "-Urnmpf", "/bin/true"], "unshare",
+         "namespaces only: no mounts, no filters"),
+        ("bare", "bare /bin/true", ["/bin/true"], "/bin/true", "the floor"),
+        # Informational rows that split corral's own cost; not targets.
+        ("corral_nocg", "corral run --pids 0 (no cgroup)",
+         [CORRAL, "run", "--pids", "0", "--", "/bin/true"], CORRAL,
+         "informational: as the default profile but no per-run cgroup (no process limit)"),
+        ("corral_none", "corral run --mode none",
+         [CORRAL, "run", "--mode", "none", "--", "/bin/true"], CORRAL,
+         "informational: no isolation layers, limits only (supervisor + init + command)"),
+    ]
+
+
+def smoke(argv, ws):
+    try:
+        p = subprocess.run(argv, cwd=ws, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return str(e)
+    if p.returncode != 0:
+        err = (p.stderr or p.stdout).decode(errors="replace").strip().splitlines()
+        return f"exit {p.returncode}: " + (err[-1] if err else "no output")
+    return None
+
+
+def main():
+    ws = WORKSPACE
+    rows = []
+    run = []
+    for key, label, argv, tool, note in candidates(ws):
+        row = {"key": key, "label": label, "command": shlex.join(argv), "note": note}
+        if not (shutil.which(tool) or os.access(tool, os.X_OK)):
+            row["skipped"] = f"{tool} is not installed (run bench/deps.sh)"
+        else:
+            why = smoke(argv, ws)
+            if why:
+                row["skipped"] = f"failed its smoke run here: {why}"
+        if "skipped" in row:
+            log(f"launch: skipping {key}: {row['skipped']}")
+        else:
+            run.append(row)
+        rows.append(row)
+
+    export = os.path.join(RESULTS, "hyperfine-launch.json")
+    hf = ["hyperfine", "-N", "--style", "basic",
+          "--warmup", "3" if QUICK else "10",
+          "--min-runs", "10" if QUICK else "30",
+          "--max-runs", "200" if QUICK else "2000",
+          "--export-json", export]
+    for r in run:
+        hf += ["-n", r["key"], r["command"]]
+    log("launch: " + " ".join(hf[:12]) + " ...")
+    subprocess.run(hf, cwd=ws, check=True, stdout=sys.stderr)
+    with open(export) as f:
+        data = json.load(f)
+    by_name = {r["command"]: r for r in data["results"]}
+    for r in run:
+        res = by_name.get(r["key"])
+        if not res:
+            r["skipped"] = "no result from hyperfine"
+            continue
+        times = res["times"]
+        r.update({
+            "runs": len(times),
+            "median_s": median(times),
+            "mean_s": res["mean"],
+            "stddev_s": res.get("stddev"),
+            "min_s": res["min"],
+            "max_s": res["max"],
+            "user_mean_s": res.get("user"),
+            "system_mean_s": res.get("system"),
+        })
+    bw = next((r for r in rows if r["key"] == "bwrap" and "median_s" in r), None)
+    for r in rows:
+        if bw and "median_s" in r:
+            r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
+    write_result("launch", {"hyperfine_command": shlex.join(hf), "workspace": ws,
+                            "rows": rows})
+
+
+if __name__ == "__main__":
+    main()

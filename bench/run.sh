@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# corral's benchmark harness (issue 9). Regenerates docs/benchmarks.md and
+# docs/bench-launch.png from a real run on this machine; `make bench` calls it.
+#   bench/deps.sh && bench/run.sh
+# Environment:
+#   CORRAL=PATH           the corral binary (default: build/corral, built here with make)
+#   BENCH_QUICK=1         fewer runs, for checking the harness itself (~1 minute)
+#   BENCH_WAIT_QUIET=S    wait up to S seconds for the CPUs to be idle before starting
+#   CORRAL_MCP_CMD=CMD    drive another MCP server (e.g. "python3 bench/mock_mcp.py")
+#   BENCH_ONLY="launch server memory flood"   run only these parts (the report is still
+#                         written from the results found in bench/results/)
+set -euo pipefail
+BENCH="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(dirname "$BENCH")"
+cd "$BENCH"
+start=$(date +%s)
+
+if [ -z "${CORRAL:-}" ]; then
+	make -C "$ROOT" -s build/corral
+	export CORRAL="$ROOT/build/corral"
+fi
+for t in python3 hyperfine gnuplot; do
+	command -v "$t" >/dev/null || { echo "run.sh: $t is missing; run bench/deps.sh" >&2; exit 1; }
+done
+[ -x "$CORRAL" ] || { echo "run.sh: $CORRAL is not executable" >&2; exit 1; }
+
+# A fresh workspace for every sandbox; results next to the scripts.
+tmp="$(mktemp -d /tmp/corral-bench.XXXXXX)"
+trap 'rm -rf "$tmp"' EXIT
+export BENCH_WORKSPACE="$tmp/ws"
+mkdir -p "$BENCH_WORKSPACE"
+export BENCH_RESULTS="$BENCH/results"
+mkdir -p "$BENCH_RESULTS"
+
+parts="${BENCH_ONLY:-launch server memory flood}"
+rm -f "$BENCH_RESULTS/env.json"
+python3 "$BENCH/quiet.py" before
+failed=()
+for part in $parts; do
+	rm -f "$BENCH_RESULTS/$part.json"
+	echo "== $part" >&2
+	python3 "$BENCH/$part.py" || failed+=("$part")
+done
+python3 "$BENCH/quiet.py" after
+export BENCH_ELAPSED=$(( $(date +%s) - start ))
+python3 "$BENCH/report.py"
+echo "run.sh: done in ${BENCH_ELAPSED}s; see docs/benchmarks.md" >&2
+if [ "${#failed[@]}" -gt 0 ]; then
+	echo "run.sh: these parts failed: ${failed[*]}" >&2
+	exit 1
+fi

@@ -1,0 +1,281 @@
+/* corral policy: explain, validate and check a policy without running anything. */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/cli.h"
+#include "internal.h"
+
+static void print_layers(json_t *o)
+{
+	const char *name;
+	json_t *l;
+	json_object_foreach(json_object_get(o, "isolation"), name, l)
+	{
+		printf("  %-10s %-3s %s\n", name,
+		       json_is_true(json_object_get(l, "applied")) ? "on" : "off",
+		       json_string_value(json_object_get(l, "detail")));
+	}
+}
+
+static void print_list(const char *title, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+	if (!json_array_size(arr))
+		return;
+	printf("%s:", title);
+	json_array_foreach(arr, i, v)
+	{
+		printf("%s%s", i ? ", " : " ", json_string_value(v));
+	}
+	printf("\n");
+}
+
+/* The text rendering of corral_explain's JSON. */
+static void print_text(json_t *o)
+{
+	printf("profile:   %s\nmode:      %s\nnetwork:   %s\nworkspace: %s (%s)\n",
+	       json_string_value(json_object_get(o, "profile")),
+	       json_string_value(json_object_get(o, "mode")),
+	       json_string_value(json_object_get(o, "network")),
+	       json_string_value(json_object_get(o, "workspace")),
+	       json_string_value(json_object_get(o, "workspace_access")));
+	if (json_object_get(o, "error"))
+		printf("error:     %s\n", json_string_value(json_object_get(o, "error")));
+	printf("isolation:\n");
+	print_layers(o);
+	size_t i;
+	json_t *v;
+	printf("mounts:\n");
+	json_array_foreach(json_object_get(o, "mounts"), i, v)
+	{
+		const char *src = json_string_value(json_object_get(v, "source"));
+		const char *link = json_string_value(json_object_get(v, "link"));
+		printf("  %-9s %s%s%s\n", json_string_value(json_object_get(v, "type")),
+		       json_string_value(json_object_get(v, "target")),
+		       src && strcmp(src, json_string_value(json_object_get(v, "target"))) ? " <- "
+		       : link                                                              ? " -> "
+		                                                                           : "",
+		       src && strcmp(src, json_string_value(json_object_get(v, "target"))) ? src
+		       : link                                                              ? link
+		                                                                           : "");
+	}
+	print_list("protected (read-only)", json_object_get(o, "protected"));
+	print_list("placeholders (created empty for the run)", json_object_get(o, "placeholders"));
+	json_t *ll = json_object_get(o, "landlock");
+	if (json_is_true(json_object_get(ll, "applied"))) {
+		printf("landlock: abi %lld, tcp %s, scoped %s\n",
+		       (long long)json_integer_value(json_object_get(ll, "abi")),
+		       json_string_value(json_object_get(ll, "tcp")),
+		       json_is_true(json_object_get(ll, "scoped")) ? "yes" : "no");
+		json_array_foreach(json_object_get(ll, "rules"), i, v)
+		{
+			printf("  %-40s", json_string_value(json_object_get(v, "path")));
+			size_t k;
+			json_t *a;
+			json_array_foreach(json_object_get(v, "access"), k, a)
+			{
+				printf("%s%s", k ? "," : " ", json_string_value(a));
+			}
+			printf("\n");
+		}
+	}
+	json_t *sc = json_object_get(o, "seccomp");
+	if (json_is_true(json_object_get(sc, "applied"))) {
+		printf("seccomp: %s\n", json_string_value(json_object_get(sc, "action")));
+		print_list("  denied", json_object_get(sc, "denied"));
+		json_array_foreach(json_object_get(sc, "conditional"), i, v)
+		{
+			printf("  %s\n", json_string_value(v));
+		}
+		printf("  %s\n", json_string_value(json_object_get(sc, "foreign_abis")));
+	}
+	json_t *env = json_object_get(o, "env");
+	print_list("env", json_object_get(env, "names"));
+	json_array_foreach(json_object_get(env, "withheld"), i, v)
+	{
+		printf("  withheld: %s (rule %s; value hidden)\n",
+		       json_string_value(json_object_get(v, "name")),
+		       json_string_value(json_object_get(v, "rule")));
+	}
+	printf("limits:");
+	const char *k;
+	json_object_foreach(json_object_get(o, "limits"), k, v)
+	{
+		if (json_is_integer(v))
+			printf(" %s=%lld", k, (long long)json_integer_value(v));
+	}
+	printf("\n");
+	print_list("executable (allow-list)", json_object_get(o, "executable"));
+	json_t *cmd = json_object_get(o, "command");
+	if (json_object_get(cmd, "decision")) {
+		printf("command: %s -> %s (%s)\n",
+		       json_string_value(json_array_get(json_object_get(cmd, "argv"), 0)),
+		       json_string_value(json_object_get(cmd, "decision")),
+		       json_string_value(json_object_get(cmd, "rule")));
+		if (json_object_get(cmd, "message"))
+			printf("  %s\n", json_string_value(json_object_get(cmd, "message")));
+		if (json_object_get(cmd, "note"))
+			printf("  %s\n", json_string_value(json_object_get(cmd, "note")));
+	}
+}
+
+int print_explain(const corral_config *cfg, bool json)
+{
+	char *doc = NULL;
+	struct corral_error err = {0};
+	if (corral_explain(cfg, &doc, &err) < 0) {
+		cli_error("%s", err.message);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (json) {
+		puts(doc);
+	} else {
+		json_t *o = json_loads(doc, 0, NULL);
+		if (o)
+			print_text(o);
+		json_decref(o);
+	}
+	free(doc);
+	return 0;
+}
+
+static int policy_validate(int argc, char **argv)
+{
+	if (argc != 2) {
+		cli_error("usage: corral policy validate FILE");
+		return EXIT_CORRAL_FAILED;
+	}
+	struct profile p;
+	memset(&p, 0, sizeof(p));
+	struct corral_error err = {0};
+	if (profile_load_file(argv[1], &p, &err) < 0) {
+		fprintf(stderr, "%s\n", err.message);
+		return EXIT_CORRAL_FAILED;
+	}
+	printf("%s: valid profile%s%s\n", argv[1], p.description ? ": " : "",
+	       p.description ? p.description : "");
+	profile_free(&p);
+	return 0;
+}
+
+static int policy_check(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"profile", required_argument, NULL, 'p'}, {"workspace", required_argument, NULL, 'w'},
+		{"read", required_argument, NULL, 'r'},    {"write", required_argument, NULL, 'W'},
+		{"exec", required_argument, NULL, 'x'},    {"net", required_argument, NULL, 'n'},
+		{"json", no_argument, NULL, 'j'},          {NULL, 0, NULL, 0},
+	};
+	const char *profile = NULL, *ws = NULL;
+	struct {
+		const char *op, *target;
+	} q[64];
+	int nq = 0, c, json = 0;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+w:", opts, NULL)) != -1) {
+		if (c == 'p')
+			profile = optarg;
+		else if (c == 'w')
+			ws = optarg;
+		else if (c == 'j')
+			json = 1;
+		else if ((c == 'r' || c == 'W' || c == 'x' || c == 'n') && nq < 64) {
+			q[nq].op = c == 'r' ? "read" : c == 'W' ? "write" : c == 'x' ? "exec" : "connect";
+			q[nq++].target = optarg;
+		} else {
+			cli_error("usage: corral policy check [--profile P] [-w DIR] [--read PATH] "
+			          "[--write PATH] [--exec CMD] [--net HOST:PORT] [--json]");
+			return EXIT_CORRAL_FAILED;
+		}
+	}
+	if (!nq) {
+		cli_error("policy check: ask at least one of --read, --write, --exec, --net");
+		return EXIT_CORRAL_FAILED;
+	}
+	corral_config *cfg = corral_config_new();
+	struct corral_error err = {0};
+	char cwd[PATH_MAX];
+	if (!cfg || (profile && corral_config_load_profile(cfg, profile, &err) < 0) ||
+	    corral_config_set_workspace(cfg, ws ? ws : getcwd(cwd, sizeof(cwd)), &err) < 0) {
+		cli_error("%s", err.message[0] ? err.message : "out of memory");
+		corral_config_free(cfg);
+		return EXIT_CORRAL_FAILED;
+	}
+	int denied = 0;
+	for (int i = 0; i < nq; i++) {
+		char *doc = NULL;
+		int r = corral_policy_query(cfg, q[i].op, q[i].target, &doc, &err);
+		if (r < 0) {
+			cli_error("%s", err.message);
+			corral_config_free(cfg);
+			return EXIT_CORRAL_FAILED;
+		}
+		denied |= r == 0;
+		if (json) {
+			puts(doc);
+		} else {
+			json_t *o = json_loads(doc, 0, NULL);
+			const char *reason = json_string_value(json_object_get(o, "reason"));
+			printf("%-7s %-30s %s  (rule: %s)%s%s\n", q[i].op, q[i].target,
+			       r ? "allowed" : "DENIED",
+			       json_string_value(json_object_get(o, "rule")), reason ? "\n        " : "",
+			       reason ? reason : "");
+			json_decref(o);
+		}
+		free(doc);
+	}
+	corral_config_free(cfg);
+	/* like test(1): 0 when everything asked is allowed, 1 when something is denied */
+	return denied ? 1 : 0;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		FILE *f = argc < 2 ? stderr : stdout;
+		fputs("Usage: corral policy explain [RUN OPTIONS] [--] COMMAND [ARG...]\n"
+		      "       corral policy validate FILE\n"
+		      "       corral policy check [--profile P] [-w DIR] [--read PATH] [--write PATH]\n"
+		      "                           [--exec CMD] [--net HOST:PORT] [--json]\n"
+		      "\n"
+		      "explain   print the resolved plan (same as corral run --dry-run)\n"
+		      "validate  check a JSON profile; errors give file:line:column\n"
+		      "check     ask whether an access is allowed and which rule decides; exits 0\n"
+		      "          when all are allowed, 1 when one is denied\n",
+		      f);
+		return argc < 2 ? EXIT_CORRAL_FAILED : 0;
+	}
+	if (!strcmp(argv[1], "validate"))
+		return policy_validate(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "check"))
+		return policy_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "explain")) {
+		/* corral run --dry-run with the same options */
+		char **v = calloc((size_t)argc + 2, sizeof(char *));
+		if (!v)
+			return EXIT_CORRAL_FAILED;
+		v[0] = "run";
+		v[1] = "--dry-run";
+		for (int i = 2; i < argc; i++)
+			v[i] = argv[i];
+		int has_cmd = 0;
+		for (int i = 2; i < argc; i++)
+			has_cmd |= !strcmp(argv[i], "--") || argv[i][0] != '-';
+		int n = argc;
+		if (!has_cmd) /* explain the policy alone: any harmless command will do */
+			v[n++] = "true";
+		int r = cmd_run(n, v);
+		free(v);
+		return r;
+	}
+	cli_error("policy: unknown subcommand '%s'; use explain, validate or check", argv[1]);
+	return EXIT_CORRAL_FAILED;
+}

@@ -1,0 +1,58 @@
+/* The launch plan shared by plan.c (parent-side preparation) and launch.c (clone and the
+ * child's setup sequence). Internal. */
+#ifndef CORRAL_LAUNCH_H
+#define CORRAL_LAUNCH_H
+
+#include "internal.h"
+
+/* Everything the child reads. Built in the parent; the child only reads it. */
+struct launch {
+	const struct corral_config *cfg;
+	bool userns, mountns, pidns, netns, ipcns, utsns, cgroupns;
+	bool landlock, seccomp;
+	uid_t uid;
+	gid_t gid;
+	int fd_in, fd_out, fd_err, fd_report, fd_sync; /* parent-side numbers */
+	struct mount_plan mounts;
+	struct landlock_spec ll;
+	struct landlock_rule *ll_rules;
+	char **ll_owned;       /* paths made by the deny expansion */
+	size_t n_ll_owned;
+	const struct seccomp_prog *sc;
+	struct rlimit_plan rl;
+	char **envp;
+	char **argv;
+	char **path_dirs;      /* PATH split, for resolving argv[0] in the sandbox */
+	char *exec_buf;        /* PATH_MAX scratch for the child */
+	const char *cwd;       /* chdir target when there is no mount namespace */
+	char *private_tmp;     /* host dir used as /tmp when there is no mount namespace */
+	struct cgroup_handle *cg;
+	bool want_cg;
+	struct placeholder *held; /* protected paths held (and maybe created) for this run */
+	size_t n_held;
+	char **exec_files;     /* under a command allow-list: what may be executed */
+	size_t n_exec_files;
+	struct mount_request req; /* resolved policy paths (strings owned here) */
+	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
+	bool cgroupns_late;    /* v1: unshare the cgroup namespace after the parent attached us */
+	bool dry_run;          /* explain only: no host side effects (placeholders, tmp, cgroup) */
+};
+
+
+/* plan.c: decide the layers for this run and record them in res; fails when mode=required
+ * and a layer is missing. */
+int plan_choose_layers(struct launch *L, struct corral_result *res, struct corral_error *err);
+/* plan.c: everything else the child needs: mount plan, Landlock rules, rlimits, env, argv,
+ * PATH split, private tmp. Returns <0 with err filled. */
+int plan_prepare(struct launch *L, struct corral_result *res, struct corral_error *err);
+/* plan.c: rebuild what depends on the namespace tier after falling back to no userns. */
+int plan_drop_namespaces(struct launch *L, struct corral_error *err);
+void plan_record_layers(const struct launch *L, struct corral_result *res);
+void plan_free(struct launch *L);
+void plan_argarea(uintptr_t *start, uintptr_t *end);
+/* Release the protected paths of a run: remove the placeholders it created that are still
+ * empty and held by no other run, close the locks, free the list. */
+void plan_release_protected(struct placeholder *held, size_t n);
+bool plan_test_disabled(const char *layer);
+
+#endif

@@ -1,0 +1,436 @@
+/* JSON-RPC 2.0 for the MCP stdio transport: framing, envelope validation, dispatch and
+ * message builders. Pure: no I/O, no globals, so it can be unit-tested and fuzzed. */
+#include "mcp/mcp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- framing ---------------------------------------------------------------------------- */
+
+void jr_framer_init(struct jr_framer *f, size_t max)
+{
+	memset(f, 0, sizeof(*f));
+	f->max = max ? max : MCP_DEFAULT_MAX_MESSAGE;
+}
+
+void jr_framer_free(struct jr_framer *f)
+{
+	free(f->buf);
+	f->buf = NULL;
+	f->len = f->cap = 0;
+}
+
+static void emit_line(const char *line, size_t len, jr_frame_cb cb, void *ud)
+{
+	if (len && line[len - 1] == '\r')
+		len--;
+	if (len)
+		cb(ud, JR_FRAME_LINE, line, len);
+}
+
+static int append(struct jr_framer *f, const char *buf, size_t n)
+{
+	if (f->len + n > f->cap) {
+		size_t cap = f->cap ? f->cap : 4096;
+		while (cap < f->len + n)
+			cap *= 2;
+		if (cap > f->max + 1)
+			cap = f->max + 1;
+		char *grown = realloc(f->buf, cap);
+		if (!grown)
+			return -1;
+		f->buf = grown;
+		f->cap = cap;
+	}
+	memcpy(f->buf + f->len, buf, n);
+	f->len += n;
+	return 0;
+}
+
+/* After a large message, give the memory back rather than keep max bytes forever. */
+static void shrink(struct jr_framer *f)
+{
+	if (f->len == 0 && f->cap > 65536) {
+		free(f->buf);
+		f->buf = NULL;
+		f->cap = 0;
+	}
+}
+
+int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb cb, void *ud)
+{
+	int rc = 0;
+	while (n > 0) {
+		const char *nl = memchr(buf, '\n', n);
+		size_t seg = nl ? (size_t)(nl - buf) : n;
+		size_t step = nl ? seg + 1 : n;
+		if (f->discarding) {
+			f->dropped += seg;
+			if (nl) {
+				f->discarding = false;
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+			}
+		} else if (f->len + seg > f->max) {
+			/* Too long: drop what we have and the rest of the line. */
+			f->dropped = f->len + seg;
+			f->len = 0;
+			shrink(f);
+			if (nl)
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+			else
+				f->discarding = true;
+		} else if (nl && f->len == 0) {
+			emit_line(buf, seg, cb, ud); /* the common case: no copy */
+		} else if (append(f, buf, seg) < 0) {
+			f->dropped = f->len + seg;
+			f->len = 0;
+			shrink(f);
+			rc = -1;
+			if (nl)
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+			else
+				f->discarding = true;
+		} else if (nl) {
+			/* cb may not feed this framer again, so the buffer stays ours meanwhile */
+			size_t len = f->len;
+			f->len = 0;
+			emit_line(f->buf, len, cb, ud);
+			shrink(f);
+		}
+		buf += step;
+		n -= step;
+	}
+	return rc;
+}
+
+void jr_framer_eof(struct jr_framer *f, jr_frame_cb cb, void *ud)
+{
+	if (f->discarding) {
+		f->discarding = false;
+		cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+	} else if (f->len) {
+		size_t len = f->len;
+		f->len = 0;
+		emit_line(f->buf, len, cb, ud);
+	}
+	jr_framer_free(f);
+}
+
+/* ---- envelope --------------------------------------------------------------------------- */
+
+const char *jr_type_name(const json_t *v)
+{
+	if (!v)
+		return "missing";
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a fractional number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "unknown";
+}
+
+bool jr_id_valid(const json_t *id)
+{
+	return id && (json_is_string(id) || json_is_integer(id));
+}
+
+static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m->err_msg, sizeof(m->err_msg), fmt, ap);
+	va_end(ap);
+	m->err_code = code;
+	m->kind = JR_INVALID;
+	m->method = NULL;
+	m->params = NULL;
+	return JR_INVALID;
+}
+
+enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
+{
+	memset(m, 0, sizeof(*m));
+	json_error_t jerr;
+	/* ALLOW_NUL: "\u0000" is valid JSON (stdin data may carry it); tools reject it where a C
+	 * string is needed. */
+	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	if (!m->root)
+		return invalid(m, JR_PARSE_ERROR, "parse error: %s (at byte %d); send one JSON object "
+		               "per line", jerr.text, jerr.position);
+	if (json_is_array(m->root))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: batches (JSON arrays) are not supported; JSON-RPC "
+		               "batching was removed from MCP in 2025-06-18; send one message per line");
+	if (!json_is_object(m->root))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: a message must be a JSON object, not %s",
+		               jr_type_name(m->root));
+	json_t *id = json_object_get(m->root, "id");
+	json_t *method = json_object_get(m->root, "method");
+	if (!method && (json_object_get(m->root, "result") || json_object_get(m->root, "error"))) {
+		m->id = jr_id_valid(id) ? id : NULL;
+		m->kind = JR_RESPONSE;
+		return JR_RESPONSE;
+	}
+	if (id && !jr_id_valid(id))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: id must be a string or an integer, not %s",
+		               jr_type_name(id));
+	m->id = id;
+	json_t *ver = json_object_get(m->root, "jsonrpc");
+	if (!ver)
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: jsonrpc is missing; every message needs "
+		               "\"jsonrpc\": \"2.0\"");
+	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0"))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: jsonrpc must be the string \"2.0\"");
+	if (!method)
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: method is missing (and this is not a response: it "
+		               "has no result or error)");
+	if (!json_is_string(method))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: method must be a string, not %s",
+		               jr_type_name(method));
+	if (strlen(json_string_value(method)) != json_string_length(method))
+		return invalid(m, JR_INVALID_REQUEST, "invalid request: method contains a NUL byte");
+	json_t *params = json_object_get(m->root, "params");
+	if (params && !json_is_object(params) && !json_is_array(params))
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: params must be an object (or an array), not %s",
+		               jr_type_name(params));
+	m->method = json_string_value(method);
+	m->params = params;
+	m->kind = id ? JR_REQUEST : JR_NOTIFICATION;
+	return m->kind;
+}
+
+void jr_msg_free(struct jr_msg *m)
+{
+	json_decref(m->root);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- builders --------------------------------------------------------------------------- */
+
+static char *dump_line(json_t *o)
+{
+	if (!o)
+		return NULL;
+	/* COMPACT: one line; control characters in strings are always escaped. */
+	char *s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!s)
+		return NULL;
+	size_t n = strlen(s);
+	char *line = realloc(s, n + 2);
+	if (!line) {
+		free(s);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	return line;
+}
+
+static json_t *envelope(void)
+{
+	json_t *o = json_object();
+	if (o)
+		json_object_set_new(o, "jsonrpc", json_string("2.0"));
+	return o;
+}
+
+char *jr_result_line(const json_t *id, json_t *result)
+{
+	json_t *o = envelope();
+	if (!o || !result) {
+		json_decref(o);
+		json_decref(result);
+		return NULL;
+	}
+	json_object_set_new(o, "id", id ? json_deep_copy(id) : json_null());
+	json_object_set_new(o, "result", result);
+	return dump_line(o);
+}
+
+char *jr_error_line(const json_t *id, int code, const char *message)
+{
+	json_t *o = envelope();
+	json_t *e = json_object();
+	char *clean = mcp_utf8_clean(message, strlen(message));
+	if (!o || !e || !clean) {
+		json_decref(o);
+		json_decref(e);
+		free(clean);
+		return NULL;
+	}
+	json_object_set_new(o, "id", id ? json_deep_copy(id) : json_null());
+	json_object_set_new(e, "code", json_integer(code));
+	json_object_set_new(e, "message", json_string(clean));
+	free(clean);
+	json_object_set_new(o, "error", e);
+	return dump_line(o);
+}
+
+char *jr_notification_line(const char *method, json_t *params)
+{
+	json_t *o = envelope();
+	if (!o || !params) {
+		json_decref(o);
+		json_decref(params);
+		return NULL;
+	}
+	json_object_set_new(o, "method", json_string(method));
+	json_object_set_new(o, "params", params);
+	return dump_line(o);
+}
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+void jr_fail(struct jr_reply *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	r->code = code;
+	json_decref(r->result);
+	r->result = NULL;
+}
+
+static const struct jr_method *find(const struct jr_method *t, size_t n, const char *name,
+                                    bool notification)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name) && !!(t[i].flags & JR_M_NOTIFICATION) == notification)
+			return &t[i];
+	return NULL;
+}
+
+char *jr_dispatch(const struct jr_method *table, size_t n, void *ctx, bool initialized,
+                  const struct jr_msg *m)
+{
+	switch (m->kind) {
+	case JR_INVALID:
+		return jr_error_line(m->id, m->err_code, m->err_msg);
+	case JR_RESPONSE:
+		return NULL; /* this server sends no requests; nothing to match */
+	case JR_NOTIFICATION: {
+		/* Unknown notifications are ignored, as JSON-RPC requires: no reply either way. */
+		const struct jr_method *h = find(table, n, m->method, true);
+		if (h && (initialized || (h->flags & JR_M_BEFORE_INIT))) {
+			struct jr_reply r = {0};
+			h->fn(ctx, m, &r);
+			json_decref(r.result);
+		}
+		return NULL;
+	}
+	case JR_REQUEST:
+		break;
+	}
+	const struct jr_method *h = find(table, n, m->method, false);
+	if (!h) {
+		char msg[400];
+		snprintf(msg, sizeof(msg), "method not found: '%.200s'%s", m->method,
+		         find(table, n, m->method, true) ? " is a notification; send it without an id"
+		                                         : "");
+		return jr_error_line(m->id, JR_METHOD_NOT_FOUND, msg);
+	}
+	if (!initialized && !(h->flags & JR_M_BEFORE_INIT)) {
+		char msg[400];
+		snprintf(msg, sizeof(msg),
+		         "server not initialized: send 'initialize' before '%.200s' (only 'ping' is "
+		         "allowed before it)",
+		         m->method);
+		return jr_error_line(m->id, JR_NOT_INITIALIZED, msg);
+	}
+	struct jr_reply r = {0};
+	h->fn(ctx, m, &r);
+	if (r.deferred) {
+		json_decref(r.result);
+		return NULL;
+	}
+	if (r.code)
+		return jr_error_line(m->id, r.code, r.message);
+	if (!r.result)
+		return jr_error_line(m->id, JR_INTERNAL_ERROR, "internal error: out of memory");
+	return jr_result_line(m->id, r.result);
+}
+
+/* ---- MCP versions ----------------------------------------------------------------------- */
+
+static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+
+const char *mcp_negotiate_version(const char *requested)
+{
+	for (size_t i = 0; requested && i < sizeof(versions) / sizeof(versions[0]); i++)
+		if (!strcmp(requested, versions[i]))
+			return versions[i];
+	return MCP_LATEST_VERSION;
+}
+
+/* ---- UTF-8 ------------------------------------------------------------------------------ */
+
+char *mcp_utf8_clean(const char *s, size_t n)
+{
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)s[i];
+		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
+		                        : (c & 0xf8) == 0xf0     ? 4 : 0;
+		uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+		if (len > 1 && i + len > n) {
+			/* a sequence cut at the end: drop it if what is there is a valid prefix */
+			bool prefix = true;
+			for (size_t k = i + 1; k < n; k++)
+				if (((unsigned char)s[k] & 0xc0) != 0x80)
+					prefix = false;
+			if (prefix)
+				break;
+		}
+		bool ok = len > 0 && i + len <= n;
+		for (size_t k = 1; ok && k < len; k++) {
+			unsigned char cc = (unsigned char)s[i + k];
+			if ((cc & 0xc0) != 0x80)
+				ok = false;
+			cp = (cp << 6) | (cc & 0x3fu);
+		}
+		if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
+		           (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+		           (cp >= 0xd800 && cp <= 0xdfff) || cp == 0))
+			ok = false;
+		if (ok) {
+			memcpy(out + o, s + i, len);
+			o += len;
+			i += len;
+		} else {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i += 1;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}

@@ -1,0 +1,206 @@
+/* corral mcp: a Model Context Protocol server on stdio, built on the public libcorral API.
+ *
+ *   jsonrpc.c  pure: line framing, JSON-RPC 2.0 envelope validation, method dispatch,
+ *              message builders, MCP version negotiation. No I/O (unit-tested).
+ *   tools.c    the tools: schemas, argument validation into a corral_config, the text and
+ *              structured result of a run, progress messages.
+ *   server.c   the MCP lifecycle and the single-threaded epoll loop: stdin, stdout, signals,
+ *              a progress timer and one descriptor per running sandbox.
+ */
+#ifndef CORRAL_MCP_H
+#define CORRAL_MCP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "corral.h"
+
+/* ---- JSON-RPC 2.0 error codes ------------------------------------------------------------ */
+
+enum {
+	JR_PARSE_ERROR = -32700,
+	JR_INVALID_REQUEST = -32600,
+	JR_METHOD_NOT_FOUND = -32601,
+	JR_INVALID_PARAMS = -32602,
+	JR_INTERNAL_ERROR = -32603,
+	/* Server-defined (the -32000..-32099 range): a request other than initialize or ping
+	 * arrived before initialize. */
+	JR_NOT_INITIALIZED = -32002,
+};
+
+#define MCP_DEFAULT_MAX_MESSAGE (4u << 20) /* bytes per message, newline excluded */
+
+/* ---- framing (jsonrpc.c, pure) -------------------------------------------------------- */
+
+/* Newline-delimited messages with a size cap. A line longer than max is dropped up to its
+ * newline and reported once as JR_FRAME_TOOLONG with its total length. A trailing "\r" is
+ * stripped; empty lines are skipped. */
+enum jr_frame_kind { JR_FRAME_LINE, JR_FRAME_TOOLONG };
+typedef void (*jr_frame_cb)(void *ud, enum jr_frame_kind kind, const char *line, size_t len);
+
+struct jr_framer {
+	char *buf;        /* the partial line so far */
+	size_t len, cap;
+	size_t max;
+	bool discarding;  /* inside an over-long line */
+	uint64_t dropped; /* its length so far */
+};
+
+void jr_framer_init(struct jr_framer *f, size_t max);
+/* Split buf into lines and call cb for each complete one (the line is borrowed for the call).
+ * Returns 0, or -1 when out of memory (the partial line is then dropped as too long). */
+int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb cb, void *ud);
+/* End of input: a final line without a newline still counts as a message. */
+void jr_framer_eof(struct jr_framer *f, jr_frame_cb cb, void *ud);
+void jr_framer_free(struct jr_framer *f);
+
+/* ---- envelope (jsonrpc.c, pure) ------------------------------------------------------- */
+
+enum jr_kind { JR_REQUEST, JR_NOTIFICATION, JR_RESPONSE, JR_INVALID };
+
+struct jr_msg {
+	enum jr_kind kind;
+	json_t *root;       /* owned */
+	json_t *id;         /* borrowed from root: a string or an integer, or NULL */
+	const char *method; /* borrowed from root */
+	json_t *params;     /* borrowed from root: an object or an array, or NULL */
+	int err_code;       /* JR_INVALID: the error to answer with (id: id or null) */
+	char err_msg[300];
+};
+
+/* Parse and validate one line. Never fails to fill m; free with jr_msg_free. */
+enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m);
+void jr_msg_free(struct jr_msg *m);
+
+/* True when id is an acceptable request id: a string or an integer. */
+bool jr_id_valid(const json_t *id);
+
+/* ---- builders (jsonrpc.c, pure): complete lines ending in "\n", malloc'ed --------------- */
+
+char *jr_result_line(const json_t *id, json_t *result /* stolen */);
+char *jr_error_line(const json_t *id /* NULL: null */, int code, const char *message);
+char *jr_notification_line(const char *method, json_t *params /* stolen */);
+
+/* ---- dispatch (jsonrpc.c, pure) ------------------------------------------------------- */
+
+/* What a method handler answers. Exactly one of: result set, code set, or deferred. */
+struct jr_reply {
+	json_t *result;     /* owned by the reply until sent */
+	int code;
+	char message[512];
+	bool deferred;      /* the handler answers later (a tool call) */
+};
+
+typedef void (*jr_handler)(void *ctx, const struct jr_msg *m, struct jr_reply *r);
+
+enum {
+	JR_M_BEFORE_INIT = 1, /* allowed before initialize (initialize, ping) */
+	JR_M_NOTIFICATION = 2 /* a notification handler (no reply) */
+};
+
+struct jr_method {
+	const char *name;
+	jr_handler fn;
+	unsigned flags;
+};
+
+/* Route a parsed message: invalid messages, unknown methods, requests before initialize
+ * and handler errors become error lines; notifications and client responses produce none.
+ * Returns the line to send (malloc'ed) or NULL. */
+char *jr_dispatch(const struct jr_method *table, size_t n, void *ctx, bool initialized,
+                  const struct jr_msg *m);
+
+/* Fill r with an error; returns nothing, for "return jr_fail(r, ...)" in handlers. */
+void jr_fail(struct jr_reply *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The JSON type of v for messages ("string", "integer", "null", ...). */
+const char *jr_type_name(const json_t *v);
+
+/* ---- MCP versions (jsonrpc.c, pure) --------------------------------------------------- */
+
+#define MCP_LATEST_VERSION "2025-11-25"
+/* The version to answer with: the client's when supported, else the latest. Static. */
+const char *mcp_negotiate_version(const char *requested);
+/* Versions are dates, so string order is time order. */
+static inline bool mcp_version_at_least(const char *v, const char *min)
+{
+	return v && strcmp(v, min) >= 0;
+}
+
+/* Copy n bytes into a NUL-terminated string, replacing invalid UTF-8 and NUL by U+FFFD and
+ * dropping an incomplete sequence at the end (where a cut was made). malloc'ed. */
+char *mcp_utf8_clean(const char *s, size_t n);
+
+/* ---- server options (filled by src/cli/mcp.c) ----------------------------------------- */
+
+struct mcp_env {
+	char *name;
+	char *value;
+};
+
+struct mcp_options {
+	char *workspace;                  /* absolute path */
+	uint64_t timeout_ms;              /* per call, 0 = none; calls may only lower it */
+	uint64_t kill_after_ms;
+	uint64_t limits[CORRAL_LIMIT__COUNT];
+	bool limit_set[CORRAL_LIMIT__COUNT];
+	size_t output_cap;                /* 0: library default */
+	enum corral_mode mode;
+	enum corral_net net;
+	struct mcp_env *env;              /* fixed variables for every call */
+	size_t n_env;
+	char **allow_env;                 /* fnmatch patterns of names a call may set */
+	size_t n_allow_env;
+	unsigned max_concurrent;          /* running sandboxes */
+	size_t max_queue;                 /* waiting calls beyond that */
+	size_t max_message;               /* bytes per incoming message */
+};
+
+void mcp_options_free(struct mcp_options *o);
+
+/* Run the server on in_fd/out_fd until EOF, SIGTERM, SIGINT or SIGHUP. Returns the process
+ * exit status (0 on an orderly shutdown). */
+int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd);
+
+/* ---- tools (tools.c) ------------------------------------------------------------------ */
+
+/* Probe the host once for run_code's interpreters. */
+void mcp_tools_init(const struct mcp_options *o);
+
+/* tools/list result for the negotiated version (new reference). */
+json_t *mcp_tools_list(const struct mcp_options *o, const char *version);
+
+/* A call ready to run: its configuration and what the text result needs. */
+struct mcp_plan {
+	corral_config *cfg;  /* owned */
+	char *display;       /* "$ ..." headline */
+	char **argv;         /* the command as configured, for a result when spawn fails */
+	char *command;       /* the shell string, or NULL */
+	uint64_t timeout_ms; /* effective timeout, for "timed out after" */
+};
+void mcp_plan_free(struct mcp_plan *p);
+
+enum mcp_prepare { MCP_PREP_OK = 0, MCP_PREP_UNKNOWN_TOOL, MCP_PREP_BAD_ARGS };
+/* Validate a tools/call into a plan. UNKNOWN_TOOL and BAD_ARGS fill why (one line that names
+ * the argument and says what is expected). args may be NULL. */
+enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
+                                  const json_t *args, struct mcp_plan *plan, char *why,
+                                  size_t whylen);
+
+/* The CallToolResult of a finished run (new reference). */
+json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
+                        const char *version);
+/* The CallToolResult of a call that could not run: isError with the message. */
+json_t *mcp_tool_error(const char *message);
+/* A result for a run that could not be started (corral_spawn failed), built from err. */
+json_t *mcp_tool_spawn_failed(const struct mcp_plan *plan, const struct mcp_options *o,
+                              const struct corral_error *err, const char *version);
+
+/* Names of the tools offered, comma separated (for error messages). */
+const char *mcp_tool_names(void);
+
+#endif

@@ -1,0 +1,936 @@
+/* The MCP server: lifecycle, concurrency and the one event loop.
+ *
+ * A single thread waits in epoll on stdin (line-framed requests), stdout (only while a reply
+ * is waiting for a slow client), a signalfd (SIGTERM, SIGINT, SIGHUP), a timerfd for progress
+ * notifications, and one descriptor per running sandbox (corral_proc_fd, which already covers
+ * that run's own timers). Calls beyond --max-concurrent wait in a FIFO queue; everything else
+ * (ping, tools/list, cancellation) is answered at once. Each reply is built completely, then
+ * written whole; what the client does not take at once waits in an output queue. */
+#include "mcp/mcp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+#define PROGRESS_EVERY_MS 500   /* at most one notification per call this often */
+#define PROGRESS_TICK_MS 100
+#define LAST_LINE_MAX 200       /* characters of the latest output line in progress messages */
+#define OUTQ_HIGH (16u << 20)   /* stop reading requests while this much output waits */
+#define OUTQ_LOW (4u << 20)
+#define SHUTDOWN_FLUSH_MS 2000  /* how long replies already built may take to drain at exit */
+
+enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL };
+struct watch {
+	enum watch_kind kind;
+};
+
+enum call_state { CALL_QUEUED, CALL_RUNNING, CALL_DONE };
+
+struct server;
+
+struct call {
+	struct watch w; /* first: the epoll cookie */
+	enum call_state state;
+	struct server *srv;
+	json_t *id;             /* the request id (owned) */
+	json_t *progress_token; /* owned, or NULL */
+	struct mcp_plan plan;
+	corral_proc *proc;
+	bool cancelled;
+	uint64_t t_start, t_progress;
+	uint64_t out_bytes;
+	char last[LAST_LINE_MAX + 1]; /* the latest complete output line */
+	size_t last_len;
+	char cur[LAST_LINE_MAX + 1];  /* the line being written */
+	size_t cur_len;
+	struct call *prev, *next; /* live calls (queued and running) */
+	struct call *qnext;       /* the FIFO queue */
+	struct call *dnext;       /* finished, freed at the end of the loop iteration */
+};
+
+struct server {
+	const struct mcp_options *o;
+	int epfd, in_fd, out_fd, sigfd, timerfd;
+	struct watch w_in, w_out, w_sig, w_timer;
+	bool in_pollable, out_pollable, in_paused, out_watching, timer_armed;
+	int in_flags0, out_flags0;
+	struct jr_framer framer;
+	char *outq;
+	size_t outq_len, outq_off, outq_cap;
+	bool initialized;
+	const char *version;
+	struct call *calls;
+	struct call *q_head, *q_tail;
+	size_t n_queued;
+	struct call *done;
+	unsigned running;
+	bool stop;
+	const char *stop_reason;
+	char *readbuf;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void logmsg(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("corral mcp: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static size_t outq_pending(const struct server *s)
+{
+	return s->outq_len - s->outq_off;
+}
+
+static void set_in_paused(struct server *s, bool paused)
+{
+	if (s->in_paused == paused)
+		return;
+	s->in_paused = paused;
+	if (s->in_pollable) {
+		struct epoll_event ev = {.events = paused ? 0 : EPOLLIN, .data.ptr = &s->w_in};
+		epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->in_fd, &ev);
+	}
+}
+
+static void watch_out(struct server *s, bool on)
+{
+	if (!s->out_pollable || s->out_watching == on)
+		return;
+	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = &s->w_out};
+	if (epoll_ctl(s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->out_fd, &ev) == 0)
+		s->out_watching = on;
+}
+
+static void out_broken(struct server *s, int e)
+{
+	if (!s->stop)
+		logmsg("stdout: %s; the client is gone, shutting down", strerror(e));
+	s->stop = true;
+	s->stop_reason = "stdout closed";
+	s->outq_len = s->outq_off = 0;
+}
+
+/* Write as much as the client takes now. Returns false when stdout is broken. */
+static bool write_some(struct server *s, const char *buf, size_t len, size_t *done)
+{
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write(s->out_fd, buf + *done, len - *done);
+		if (n > 0) {
+			*done += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		out_broken(s, n < 0 ? errno : EPIPE);
+		return false;
+	}
+	return true;
+}
+
+static void flush_out(struct server *s)
+{
+	size_t done;
+	if (outq_pending(s) && write_some(s, s->outq + s->outq_off, outq_pending(s), &done))
+		s->outq_off += done;
+	if (!outq_pending(s)) {
+		s->outq_len = s->outq_off = 0;
+		if (s->outq_cap > (1u << 20)) { /* give a burst's memory back */
+			free(s->outq);
+			s->outq = NULL;
+			s->outq_cap = 0;
+		}
+		watch_out(s, false);
+	}
+	if (s->in_paused && outq_pending(s) < OUTQ_LOW)
+		set_in_paused(s, false);
+}
+
+/* Send one complete message (takes ownership of line). Never blocks the loop. */
+static void send_line(struct server *s, char *line)
+{
+	if (!line) {
+		logmsg("out of memory building a message; it was dropped");
+		return;
+	}
+	size_t len = strlen(line), done = 0;
+	if (s->stop && s->stop_reason && !strcmp(s->stop_reason, "stdout closed")) {
+		free(line);
+		return;
+	}
+	if (!outq_pending(s) && !write_some(s, line, len, &done)) {
+		free(line);
+		return;
+	}
+	if (done < len) {
+		size_t rest = len - done;
+		if (s->outq_off && s->outq_off == s->outq_len)
+			s->outq_len = s->outq_off = 0;
+		if (s->outq_len + rest > s->outq_cap) {
+			size_t cap = s->outq_cap ? s->outq_cap : 65536;
+			while (cap < s->outq_len + rest)
+				cap *= 2;
+			char *g = realloc(s->outq, cap);
+			if (!g) {
+				/* Dropping part of a line would corrupt the stream: give up cleanly. */
+				logmsg("out of memory queueing output; shutting down");
+				s->stop = true;
+				free(line);
+				return;
+			}
+			s->outq = g;
+			s->outq_cap = cap;
+		}
+		memcpy(s->outq + s->outq_len, line + done, rest);
+		s->outq_len += rest;
+		watch_out(s, true);
+		if (outq_pending(s) > OUTQ_HIGH)
+			set_in_paused(s, true); /* the client is not reading: stop taking work */
+	}
+	free(line);
+}
+
+/* ---- calls ------------------------------------------------------------------------------ */
+
+static void call_free(struct call *c)
+{
+	if (c->proc)
+		corral_proc_destroy(c->proc);
+	json_decref(c->id);
+	json_decref(c->progress_token);
+	mcp_plan_free(&c->plan);
+	free(c);
+}
+
+/* Unlink from the live list; freed after the current batch of events (an event for it may
+ * still be pending in that batch). */
+static void call_retire(struct server *s, struct call *c)
+{
+	if (c->state == CALL_DONE)
+		return;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	if (c->state == CALL_RUNNING) {
+		if (c->proc)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_proc_fd(c->proc), NULL);
+		s->running--;
+	}
+	c->state = CALL_DONE;
+	c->dnext = s->done;
+	s->done = c;
+}
+
+static void respond(struct server *s, struct call *c, json_t *result)
+{
+	if (c->cancelled) { /* the specification: a cancelled request gets no response */
+		json_decref(result);
+		return;
+	}
+	char *line = result ? jr_result_line(c->id, result) : NULL;
+	if (!line)
+		line = jr_error_line(c->id, JR_INTERNAL_ERROR,
+		                     "internal error: out of memory building the tool result");
+	send_line(s, line);
+}
+
+/* Keep the latest output line (truncated) for progress messages, without copying output. */
+static void track_line(struct call *c, const char *buf, size_t n)
+{
+	const char *nl = memrchr(buf, '\n', n);
+	if (!nl) {
+		size_t room = LAST_LINE_MAX - c->cur_len;
+		size_t k = n < room ? n : room;
+		memcpy(c->cur + c->cur_len, buf, k);
+		c->cur_len += k;
+		return;
+	}
+	const char *prev = nl > buf ? memrchr(buf, '\n', (size_t)(nl - buf)) : NULL;
+	if (prev) {
+		size_t k = (size_t)(nl - prev - 1);
+		c->last_len = k < LAST_LINE_MAX ? k : LAST_LINE_MAX;
+		memcpy(c->last, prev + 1, c->last_len);
+	} else {
+		size_t k = (size_t)(nl - buf), room = LAST_LINE_MAX - c->cur_len;
+		if (k > room)
+			k = room;
+		memcpy(c->cur + c->cur_len, buf, k);
+		c->cur_len += k;
+		memcpy(c->last, c->cur, c->cur_len);
+		c->last_len = c->cur_len;
+	}
+	size_t rest = n - (size_t)(nl + 1 - buf);
+	c->cur_len = rest < LAST_LINE_MAX ? rest : LAST_LINE_MAX;
+	memcpy(c->cur, nl + 1, c->cur_len);
+}
+
+static void on_output(void *ud, int stream, const char *buf, size_t len)
+{
+	(void)stream;
+	struct call *c = ud;
+	c->out_bytes += len;
+	track_line(c, buf, len);
+}
+
+static void start_call(struct server *s, struct call *c)
+{
+	struct corral_error err = {0};
+	corral_config_set_output_cb(c->plan.cfg, on_output, c);
+	int r = corral_spawn(c->plan.cfg, &c->proc, &err);
+	/* The run has its own copy; drop ours (stdin data may be large). */
+	corral_config_free(c->plan.cfg);
+	c->plan.cfg = NULL;
+	if (r == 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->w};
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_proc_fd(c->proc), &ev) < 0) {
+			snprintf(err.message, sizeof(err.message),
+			         "server: cannot watch the sandbox: epoll_ctl: %s", strerror(errno));
+			err.code = CORRAL_ESYS;
+			err.sys_errno = errno;
+			corral_proc_destroy(c->proc);
+			c->proc = NULL;
+			r = -1;
+		}
+	}
+	if (r < 0) {
+		respond(s, c, mcp_tool_spawn_failed(&c->plan, s->o, &err, s->version));
+		c->state = CALL_QUEUED; /* not counted as running */
+		call_retire(s, c);
+		return;
+	}
+	c->state = CALL_RUNNING;
+	s->running++;
+	c->t_start = c->t_progress = now_ms();
+}
+
+static void step_call(struct server *s, struct call *c)
+{
+	struct corral_error err = {0};
+	int r = corral_proc_step(c->proc, 0, &err);
+	if (r == 0)
+		return;
+	if (r < 0) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "the sandbox could not be supervised: %s", err.message);
+		respond(s, c, mcp_tool_error(msg));
+	} else {
+		struct corral_result *res = NULL;
+		if (corral_proc_result(c->proc, &res, &err) == 0) {
+			respond(s, c, c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version));
+			corral_result_free(res);
+		} else {
+			respond(s, c, mcp_tool_error(err.message));
+		}
+	}
+	call_retire(s, c);
+}
+
+static void start_queued(struct server *s)
+{
+	while (s->q_head && s->running < s->o->max_concurrent && !s->stop) {
+		struct call *c = s->q_head;
+		s->q_head = c->qnext;
+		if (!s->q_head)
+			s->q_tail = NULL;
+		c->qnext = NULL;
+		s->n_queued--;
+		start_call(s, c);
+	}
+}
+
+static void unqueue(struct server *s, struct call *c)
+{
+	struct call **pp = &s->q_head, *prev = NULL;
+	while (*pp && *pp != c) {
+		prev = *pp;
+		pp = &(*pp)->qnext;
+	}
+	if (!*pp)
+		return;
+	*pp = c->qnext;
+	if (s->q_tail == c)
+		s->q_tail = prev;
+	c->qnext = NULL;
+	s->n_queued--;
+}
+
+static struct call *find_call(struct server *s, const json_t *id)
+{
+	for (struct call *c = s->calls; c; c = c->next)
+		if (json_equal(c->id, (json_t *)id))
+			return c;
+	return NULL;
+}
+
+/* ---- progress --------------------------------------------------------------------------- */
+
+static void send_progress(struct server *s, struct call *c, uint64_t t)
+{
+	uint64_t el = t - c->t_start;
+	const char *line = c->cur_len ? c->cur : c->last;
+	size_t line_len = c->cur_len ? c->cur_len : c->last_len;
+	char *clean = mcp_utf8_clean(line, line_len);
+	char msg[LAST_LINE_MAX * 3 + 120];
+	snprintf(msg, sizeof(msg), "elapsed %.1fs, %llu bytes out, last: %s%s", (double)el / 1000.0,
+	         (unsigned long long)c->out_bytes, clean ? clean : "",
+	         line_len >= LAST_LINE_MAX ? "..." : "");
+	free(clean);
+	json_t *p = json_object();
+	json_object_set(p, "progressToken", c->progress_token);
+	json_object_set_new(p, "progress", json_integer((json_int_t)el));
+	if (mcp_version_at_least(s->version, "2025-03-26"))
+		json_object_set_new(p, "message", json_string(msg));
+	send_line(s, jr_notification_line("notifications/progress", p));
+}
+
+static void progress_tick(struct server *s)
+{
+	uint64_t exp;
+	ssize_t n = read(s->timerfd, &exp, sizeof(exp));
+	(void)n;
+	uint64_t t = now_ms();
+	for (struct call *c = s->calls; c; c = c->next)
+		if (c->state == CALL_RUNNING && c->progress_token && !c->cancelled &&
+		    t - c->t_progress >= PROGRESS_EVERY_MS) {
+			c->t_progress = t;
+			send_progress(s, c, t);
+		}
+}
+
+static void update_progress_timer(struct server *s)
+{
+	bool want = false;
+	for (struct call *c = s->calls; c && !want; c = c->next)
+		want = c->state == CALL_RUNNING && c->progress_token && !c->cancelled;
+	if (want == s->timer_armed)
+		return;
+	struct itimerspec its;
+	memset(&its, 0, sizeof(its));
+	if (want) {
+		its.it_value.tv_nsec = PROGRESS_TICK_MS * 1000000L;
+		its.it_interval.tv_nsec = PROGRESS_TICK_MS * 1000000L;
+	}
+	timerfd_settime(s->timerfd, 0, &its, NULL);
+	s->timer_armed = want;
+}
+
+/* ---- methods ---------------------------------------------------------------------------- */
+
+static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	struct server *s = ctx;
+	if (s->initialized)
+		return jr_fail(r, JR_INVALID_REQUEST,
+		               "invalid request: already initialized (initialize is sent once per "
+		               "connection)");
+	if (!json_is_object(m->params))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: initialize needs params as an object with "
+		               "protocolVersion, capabilities and clientInfo");
+	json_t *v = json_object_get(m->params, "protocolVersion");
+	if (!json_is_string(v))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.protocolVersion must be a string such as "
+		               "\"%s\", not %s",
+		               MCP_LATEST_VERSION, jr_type_name(v));
+	json_t *caps = json_object_get(m->params, "capabilities");
+	if (caps && !json_is_object(caps))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.capabilities must be an object, not %s",
+		               jr_type_name(caps));
+	s->version = mcp_negotiate_version(json_string_value(v));
+	s->initialized = true;
+
+	const struct mcp_options *o = s->o;
+	char instr[1200], tmo[64];
+	if (o->timeout_ms)
+		snprintf(tmo, sizeof(tmo), "%.3g s", (double)o->timeout_ms / 1000.0);
+	else
+		snprintf(tmo, sizeof(tmo), "none");
+	snprintf(instr, sizeof(instr),
+	         "corral runs commands in a Linux sandbox. Every tool call gets a fresh sandbox: "
+	         "the workspace %s is read-write and is the current directory and HOME; the rest "
+	         "of the system is read-only; /tmp is private and empty; %s; no process outlives "
+	         "the call, and only files written to the workspace persist between calls. "
+	         "Timeout per call: %s (timeout_s can only lower it). Up to %u calls run at once; "
+	         "more wait in a queue.",
+	         o->workspace, o->net == CORRAL_NET_HOST ? "the host network is shared"
+	                                                 : "there is no network",
+	         tmo, o->max_concurrent);
+	json_t *info = json_pack("{s:s, s:s}", "name", "corral", "version", CORRAL_VERSION);
+	if (mcp_version_at_least(s->version, "2025-06-18"))
+		json_object_set_new(info, "title", json_string("corral sandbox"));
+	r->result = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", s->version,
+	                      "capabilities", "tools", "listChanged", 0, "serverInfo", info,
+	                      "instructions", instr);
+}
+
+static void m_ping(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	(void)ctx;
+	(void)m;
+	r->result = json_object();
+}
+
+static void m_tools_list(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	struct server *s = ctx;
+	if (m->params && !json_is_object(m->params))
+		return jr_fail(r, JR_INVALID_PARAMS, "invalid params: params must be an object, not %s",
+		               jr_type_name(m->params));
+	json_t *cursor = json_object_get(m->params, "cursor");
+	if (cursor && !json_is_string(cursor))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.cursor must be a string, not %s",
+		               jr_type_name(cursor));
+	/* One page: a cursor can only come from a page we never sent. */
+	if (cursor)
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.cursor: unknown cursor (this server sends "
+		               "one page)");
+	r->result = mcp_tools_list(s->o, s->version);
+}
+
+static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	struct server *s = ctx;
+	if (!json_is_object(m->params))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: tools/call needs params as an object with name and "
+		               "arguments");
+	json_t *name = json_object_get(m->params, "name");
+	if (!name)
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.name is missing (the tool to call: %s)",
+		               mcp_tool_names());
+	if (!json_is_string(name))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.name must be a string, not %s",
+		               jr_type_name(name));
+	json_t *args = json_object_get(m->params, "arguments");
+	if (args && !json_is_object(args) && !json_is_null(args))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.arguments must be an object, not %s",
+		               jr_type_name(args));
+	if (json_is_null(args))
+		args = NULL;
+	json_t *meta = json_object_get(m->params, "_meta");
+	if (meta && !json_is_object(meta))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params._meta must be an object, not %s",
+		               jr_type_name(meta));
+	json_t *token = json_object_get(meta, "progressToken");
+	if (token && !jr_id_valid(token))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params._meta.progressToken must be a string or an "
+		               "integer, not %s",
+		               jr_type_name(token));
+	if (find_call(s, m->id))
+		return jr_fail(r, JR_INVALID_REQUEST,
+		               "invalid request: this id is already used by a call in progress; "
+		               "request ids must be unique");
+
+	char why[600];
+	struct mcp_plan plan;
+	switch (mcp_tool_prepare(s->o, json_string_value(name), args, &plan, why, sizeof(why))) {
+	case MCP_PREP_UNKNOWN_TOOL:
+		return jr_fail(r, JR_INVALID_PARAMS, "invalid params: params.name: %s", why);
+	case MCP_PREP_BAD_ARGS: {
+		/* Argument errors are tool execution errors (SEP-1303, 2025-11-25): the model
+		 * sees them and can correct the call. */
+		char msg[700];
+		snprintf(msg, sizeof(msg), "invalid arguments for %s: %s", json_string_value(name),
+		         why);
+		r->result = mcp_tool_error(msg);
+		return;
+	}
+	case MCP_PREP_OK:
+		break;
+	}
+	if (s->running >= s->o->max_concurrent && s->n_queued >= s->o->max_queue) {
+		mcp_plan_free(&plan);
+		char msg[200];
+		snprintf(msg, sizeof(msg),
+		         "server busy: %zu calls are already waiting (the queue holds %zu); try "
+		         "again later",
+		         s->n_queued, s->o->max_queue);
+		r->result = mcp_tool_error(msg);
+		return;
+	}
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c) {
+		mcp_plan_free(&plan);
+		return jr_fail(r, JR_INTERNAL_ERROR, "internal error: out of memory");
+	}
+	c->w.kind = W_CALL;
+	c->srv = s;
+	c->id = json_deep_copy(m->id);
+	c->progress_token = token ? json_deep_copy(token) : NULL;
+	c->plan = plan;
+	c->state = CALL_QUEUED;
+	c->next = s->calls;
+	if (s->calls)
+		s->calls->prev = c;
+	s->calls = c;
+	r->deferred = true;
+	if (s->running < s->o->max_concurrent && !s->q_head) {
+		start_call(s, c);
+	} else {
+		if (s->q_tail)
+			s->q_tail->qnext = c;
+		else
+			s->q_head = c;
+		s->q_tail = c;
+		s->n_queued++;
+	}
+}
+
+static void n_initialized(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	(void)ctx;
+	(void)m;
+	(void)r;
+}
+
+static void n_cancelled(void *ctx, const struct jr_msg *m, struct jr_reply *r)
+{
+	(void)r;
+	struct server *s = ctx;
+	json_t *id = json_object_get(m->params, "requestId");
+	if (!jr_id_valid(id))
+		return; /* a notification cannot be answered; nothing to cancel */
+	struct call *c = find_call(s, id);
+	if (!c || c->cancelled) /* finished already, or unknown: the specification says ignore */
+		return;
+	c->cancelled = true;
+	if (c->state == CALL_QUEUED) {
+		unqueue(s, c);
+		call_retire(s, c);
+	} else if (c->state == CALL_RUNNING) {
+		/* SIGKILL to the whole sandbox now; the run is reaped through the loop as usual. */
+		corral_proc_cancel(c->proc, 0, NULL);
+	}
+}
+
+static const struct jr_method methods[] = {
+	{"initialize", m_initialize, JR_M_BEFORE_INIT},
+	{"ping", m_ping, JR_M_BEFORE_INIT},
+	{"tools/list", m_tools_list, 0},
+	{"tools/call", m_tools_call, 0},
+	{"notifications/initialized", n_initialized, JR_M_NOTIFICATION},
+	{"notifications/cancelled", n_cancelled, JR_M_NOTIFICATION | JR_M_BEFORE_INIT},
+};
+
+/* ---- input ------------------------------------------------------------------------------ */
+
+static void on_frame(void *ud, enum jr_frame_kind kind, const char *line, size_t len)
+{
+	struct server *s = ud;
+	if (s->stop)
+		return;
+	if (kind == JR_FRAME_TOOLONG) {
+		char msg[300];
+		snprintf(msg, sizeof(msg),
+		         "invalid request: message too large: %zu bytes; the limit is %zu bytes "
+		         "(corral mcp --max-message-bytes); it was discarded",
+		         len, s->o->max_message);
+		send_line(s, jr_error_line(NULL, JR_INVALID_REQUEST, msg));
+		return;
+	}
+	struct jr_msg m;
+	jr_parse(line, len, &m);
+	char *out = jr_dispatch(methods, sizeof(methods) / sizeof(methods[0]), s, s->initialized,
+	                        &m);
+	if (out)
+		send_line(s, out);
+	jr_msg_free(&m);
+}
+
+static void on_stdin(struct server *s)
+{
+	for (;;) {
+		ssize_t n = read(s->in_fd, s->readbuf, READ_CHUNK);
+		if (n > 0) {
+			if (jr_framer_feed(&s->framer, s->readbuf, (size_t)n, on_frame, s) < 0)
+				logmsg("out of memory reading a message; it was discarded");
+			return;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0)
+			logmsg("stdin: %s; shutting down", strerror(errno));
+		jr_framer_eof(&s->framer, on_frame, s);
+		s->stop = true;
+		if (!s->stop_reason)
+			s->stop_reason = "end of input";
+		return;
+	}
+}
+
+static void on_signal(struct server *s)
+{
+	struct signalfd_siginfo si;
+	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		s->stop = true;
+		s->stop_reason = si.ssi_signo == SIGTERM   ? "SIGTERM"
+		                 : si.ssi_signo == SIGINT  ? "SIGINT"
+		                                           : "SIGHUP";
+	}
+}
+
+/* ---- setup, loop, shutdown -------------------------------------------------------------- */
+
+static int loop_timeout(struct server *s)
+{
+	int t = -1;
+	if (!s->in_pollable && !s->in_paused)
+		t = 0; /* a regular file or /dev/null: always readable */
+	for (struct call *c = s->calls; c; c = c->next) {
+		if (c->state != CALL_RUNNING)
+			continue;
+		int n = corral_proc_next_timeout_ms(c->proc);
+		if (n >= 0 && (t < 0 || n < t))
+			t = n;
+	}
+	return t;
+}
+
+static void free_done(struct server *s)
+{
+	while (s->done) {
+		struct call *c = s->done;
+		s->done = c->dnext;
+		call_free(c);
+	}
+}
+
+static void run_loop(struct server *s)
+{
+	struct epoll_event evs[64];
+	while (!s->stop) {
+		int n = epoll_wait(s->epfd, evs, 64, loop_timeout(s));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			logmsg("epoll_wait: %s; shutting down", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n && !s->stop; i++) {
+			struct watch *w = evs[i].data.ptr;
+			switch (w->kind) {
+			case W_STDIN:
+				if (!s->in_paused)
+					on_stdin(s);
+				break;
+			case W_STDOUT:
+				flush_out(s);
+				break;
+			case W_SIGNAL:
+				on_signal(s);
+				break;
+			case W_TIMER:
+				progress_tick(s);
+				break;
+			case W_CALL: {
+				struct call *c = (struct call *)w;
+				if (c->state == CALL_RUNNING)
+					step_call(s, c);
+				break;
+			}
+			}
+		}
+		if (!s->in_pollable && !s->in_paused && !s->stop)
+			on_stdin(s);
+		/* Deadlines are covered by each run's timerfd; this catches a step that a
+		 * deadline needs without readiness, at no cost otherwise. */
+		for (struct call *c = s->calls, *next; c && !s->stop; c = next) {
+			next = c->next;
+			if (c->state == CALL_RUNNING && corral_proc_next_timeout_ms(c->proc) == 0)
+				step_call(s, c);
+		}
+		start_queued(s);
+		free_done(s);
+		update_progress_timer(s);
+	}
+}
+
+static void shutdown_all(struct server *s)
+{
+	/* Kill every sandbox first, then reap them one by one: their teardown overlaps. */
+	for (struct call *c = s->calls; c; c = c->next)
+		if (c->state == CALL_RUNNING)
+			corral_proc_cancel(c->proc, 0, NULL);
+	while (s->calls) {
+		struct call *c = s->calls;
+		c->cancelled = true;
+		if (c->state == CALL_QUEUED)
+			unqueue(s, c);
+		call_retire(s, c);
+	}
+	free_done(s); /* corral_proc_destroy kills and reaps what still runs */
+
+	/* Replies already built still go out, if the client takes them soon. */
+	uint64_t until = now_ms() + SHUTDOWN_FLUSH_MS;
+	while (outq_pending(s) && !(s->stop_reason && !strcmp(s->stop_reason, "stdout closed"))) {
+		uint64_t t = now_ms();
+		if (t >= until)
+			break;
+		struct pollfd pfd = {.fd = s->out_fd, .events = POLLOUT};
+		if (poll(&pfd, 1, (int)(until - t)) <= 0)
+			break;
+		size_t done;
+		if (!write_some(s, s->outq + s->outq_off, outq_pending(s), &done))
+			break;
+		s->outq_off += done;
+	}
+}
+
+static int set_nonblock(int fd, int *flags0)
+{
+	*flags0 = fcntl(fd, F_GETFL);
+	if (*flags0 < 0)
+		return -1;
+	return fcntl(fd, F_SETFL, *flags0 | O_NONBLOCK);
+}
+
+static int setup(struct server *s, const struct mcp_options *o, int in_fd, int out_fd,
+                 sigset_t *old)
+{
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	s->in_fd = in_fd;
+	s->out_fd = out_fd;
+	s->sigfd = s->timerfd = s->epfd = -1;
+	s->in_flags0 = s->out_flags0 = -1;
+	s->w_in.kind = W_STDIN;
+	s->w_out.kind = W_STDOUT;
+	s->w_sig.kind = W_SIGNAL;
+	s->w_timer.kind = W_TIMER;
+	s->version = MCP_LATEST_VERSION;
+	jr_framer_init(&s->framer, o->max_message);
+	s->readbuf = malloc(READ_CHUNK);
+	if (!s->readbuf)
+		return -1;
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	/* Blocked here; the library resets the mask and dispositions in the sandbox. */
+	sigprocmask(SIG_BLOCK, &set, old);
+	signal(SIGPIPE, SIG_IGN); /* a closed stdout is an EPIPE, not a death */
+	s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->sigfd < 0 || s->timerfd < 0 || s->epfd < 0)
+		return -1;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &s->w_sig};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->sigfd, &ev) < 0)
+		return -1;
+	ev.data.ptr = &s->w_timer;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->timerfd, &ev) < 0)
+		return -1;
+	/* Regular files and /dev/null cannot be polled (EPERM): they are always ready, so read
+	 * them between waits (stdin) or write them directly (stdout). */
+	ev.data.ptr = &s->w_in;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, in_fd, &ev) == 0) {
+		s->in_pollable = true;
+		if (set_nonblock(in_fd, &s->in_flags0) < 0)
+			return -1;
+	} else if (errno != EPERM) {
+		return -1;
+	}
+	struct epoll_event probe = {.events = EPOLLOUT, .data.ptr = &s->w_out};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, out_fd, &probe) == 0) {
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, out_fd, NULL);
+		s->out_pollable = true;
+		if (set_nonblock(out_fd, &s->out_flags0) < 0)
+			return -1;
+	} else if (errno != EPERM) {
+		return -1;
+	}
+	return 0;
+}
+
+static void teardown(struct server *s, const sigset_t *old)
+{
+	if (s->in_flags0 >= 0)
+		fcntl(s->in_fd, F_SETFL, s->in_flags0);
+	if (s->out_flags0 >= 0)
+		fcntl(s->out_fd, F_SETFL, s->out_flags0);
+	int fds[] = {s->sigfd, s->timerfd, s->epfd};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	jr_framer_free(&s->framer);
+	free(s->outq);
+	free(s->readbuf);
+	sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
+{
+	struct server s;
+	sigset_t old;
+	sigemptyset(&old);
+	mcp_tools_init(o);
+	if (setup(&s, o, in_fd, out_fd, &old) < 0) {
+		logmsg("cannot set up the event loop: %s", strerror(errno));
+		teardown(&s, &old);
+		return 125;
+	}
+	logmsg("serving MCP on stdio: workspace %s, up to %u concurrent sandboxes, tools: %s",
+	       o->workspace, o->max_concurrent, mcp_tool_names());
+	run_loop(&s);
+	shutdown_all(&s);
+	logmsg("shut down (%s)", s.stop_reason ? s.stop_reason : "error");
+	teardown(&s, &old);
+	return 0;
+}
+
+void mcp_options_free(struct mcp_options *o)
+{
+	free(o->workspace);
+	for (size_t i = 0; i < o->n_env; i++) {
+		free(o->env[i].name);
+		free(o->env[i].value);
+	}
+	free(o->env);
+	for (size_t i = 0; i < o->n_allow_env; i++)
+		free(o->allow_env[i]);
+	free(o->allow_env);
+	memset(o, 0, sizeof(*o));
+}

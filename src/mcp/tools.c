@@ -1,0 +1,868 @@
+/* The MCP tools: their schemas, argument validation into a corral_config (arguments can only
+ * narrow what the server was started with), and the text + structured result of a run. */
+#include "mcp/mcp.h"
+
+#include <fnmatch.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+/* ---- run_code languages ---------------------------------------------------------------- */
+
+struct language {
+	const char *name; /* as in the schema */
+	const char *exe;  /* run by name from the sandbox PATH */
+	bool present;
+};
+
+static struct language languages[] = {
+	{"python", "python3", false},
+	{"node", "node", false},
+	{"bash", "bash", false},
+	{"sh", "sh", false},
+};
+#define N_LANGUAGES (sizeof(languages) / sizeof(languages[0]))
+
+/* The sandbox's PATH (src/env.c): an interpreter is offered only when the sandbox can find
+ * it there, because only system directories are visible inside. */
+static const char *const sandbox_path[] = {"/usr/local/bin", "/usr/bin", "/bin",
+                                           "/usr/local/sbin", "/usr/sbin", "/sbin"};
+
+/* With stdin given, the code travels in this variable; execve limits one string to 128 KiB
+ * (MAX_ARG_STRLEN), "CORRAL_CODE=" and the NUL included. */
+#define CODE_ENV_MAX 131000
+
+void mcp_tools_init(const struct mcp_options *o)
+{
+	(void)o;
+	for (size_t i = 0; i < N_LANGUAGES; i++) {
+		languages[i].present = false;
+		for (size_t d = 0; d < sizeof(sandbox_path) / sizeof(sandbox_path[0]); d++) {
+			char path[256];
+			snprintf(path, sizeof(path), "%s/%s", sandbox_path[d], languages[i].exe);
+			if (access(path, X_OK) == 0) {
+				languages[i].present = true;
+				break;
+			}
+		}
+	}
+}
+
+static bool any_language(void)
+{
+	for (size_t i = 0; i < N_LANGUAGES; i++)
+		if (languages[i].present)
+			return true;
+	return false;
+}
+
+/* ---- the tool table -------------------------------------------------------------------- */
+
+enum tool_id { TOOL_RUN_COMMAND, TOOL_RUN_CODE };
+
+struct tool {
+	const char *name;
+	const char *title;
+	enum tool_id id;
+};
+
+static const struct tool tools[] = {
+	{"run_command", "Run a command in the sandbox", TOOL_RUN_COMMAND},
+	{"run_code", "Run code in the sandbox", TOOL_RUN_CODE},
+	/* can_i (policy query: read, write, exec or connect) goes here once the policy engine
+	 * lands; it answers from `corral policy check` and cannot change the policy.
+	 * The shell-session and background-job tools of their own issue go here too. */
+};
+#define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
+
+const char *mcp_tool_names(void)
+{
+	return any_language() ? "run_command, run_code" : "run_command";
+}
+
+static const struct tool *find_tool(const char *name)
+{
+	for (size_t i = 0; i < N_TOOLS; i++)
+		if (!strcmp(tools[i].name, name)) {
+			if (tools[i].id == TOOL_RUN_CODE && !any_language())
+				return NULL;
+			return &tools[i];
+		}
+	return NULL;
+}
+
+/* ---- schemas --------------------------------------------------------------------------- */
+
+/* The result object (docs/result.schema.json), flattened: no $ref and no $schema, so that
+ * every client validator (Ajv in draft-07 mode, for one) compiles it. */
+static const char output_schema_json[] =
+	"{\"type\":\"object\","
+	"\"description\":\"The run result, as `corral run --json` prints it (docs/result.schema.json)\","
+	"\"required\":[\"id\",\"argv\",\"command\",\"exit_code\",\"signal\",\"signal_name\","
+	"\"timed_out\",\"limit\",\"duration_ms\",\"stdout\",\"stderr\",\"stdout_bytes\","
+	"\"stderr_bytes\",\"stdout_truncated\",\"stderr_truncated\",\"usage\",\"mode\","
+	"\"isolation\",\"error\"],"
+	"\"properties\":{"
+	"\"id\":{\"type\":\"string\",\"description\":\"a random UUID for this run\"},"
+	"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+	"\"command\":{\"type\":[\"string\",\"null\"],\"description\":\"the shell string, or null\"},"
+	"\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null when killed by a "
+	"signal or not started\"},"
+	"\"signal\":{\"type\":[\"integer\",\"null\"]},"
+	"\"signal_name\":{\"type\":[\"string\",\"null\"],\"description\":\"KILL, TERM, ...\"},"
+	"\"timed_out\":{\"type\":\"boolean\"},"
+	"\"limit\":{\"type\":[\"string\",\"null\"],\"enum\":[\"timeout\",\"cpu\",\"memory\","
+	"\"fsize\",\"pids\",\"output\",null],\"description\":\"the limit that ended the run\"},"
+	"\"duration_ms\":{\"type\":\"integer\",\"minimum\":0},"
+	"\"stdout\":{\"type\":\"string\",\"description\":\"captured; head and tail kept when "
+	"truncated\"},"
+	"\"stderr\":{\"type\":\"string\"},"
+	"\"stdout_bytes\":{\"type\":\"integer\",\"minimum\":0},"
+	"\"stderr_bytes\":{\"type\":\"integer\",\"minimum\":0},"
+	"\"stdout_truncated\":{\"type\":\"boolean\"},"
+	"\"stderr_truncated\":{\"type\":\"boolean\"},"
+	"\"usage\":{\"type\":\"object\",\"required\":[\"user_ms\",\"sys_ms\",\"max_rss_kb\"],"
+	"\"properties\":{\"user_ms\":{\"type\":\"integer\"},\"sys_ms\":{\"type\":\"integer\"},"
+	"\"max_rss_kb\":{\"type\":\"integer\"}}},"
+	"\"mode\":{\"type\":\"string\",\"enum\":[\"required\",\"auto\",\"none\"]},"
+	"\"isolation\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
+	"\"required\":[\"applied\",\"detail\"],\"properties\":{\"applied\":{\"type\":\"boolean\"},"
+	"\"detail\":{\"type\":\"string\"}}}},"
+	"\"error\":{\"type\":[\"object\",\"null\"],\"required\":[\"code\",\"name\",\"errno\","
+	"\"step\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"name\":{\"type\":"
+	"\"string\"},\"errno\":{\"type\":\"integer\"},\"step\":{\"type\":\"string\"},\"message\":"
+	"{\"type\":\"string\"}}}"
+	"}}";
+
+static json_t *prop(const char *type, const char *description)
+{
+	return json_pack("{s:s, s:s}", "type", type, "description", description);
+}
+
+static void add_common_props(json_t *props, const struct mcp_options *o)
+{
+	json_object_set_new(props, "cwd",
+	                    prop("string", "Working directory: relative to the workspace, or an "
+	                                   "absolute path inside it. Default: the workspace."));
+	char desc[256];
+	json_t *t;
+	if (o->timeout_ms) {
+		snprintf(desc, sizeof(desc),
+		         "Wall-clock timeout in seconds for this call; at most %.3g (the server's "
+		         "limit, also the default).",
+		         (double)o->timeout_ms / 1000.0);
+		t = prop("number", desc);
+		json_object_set_new(t, "maximum", json_real((double)o->timeout_ms / 1000.0));
+	} else {
+		t = prop("number", "Wall-clock timeout in seconds for this call (default: none).");
+	}
+	json_object_set_new(t, "exclusiveMinimum", json_integer(0));
+	json_object_set_new(props, "timeout_s", t);
+	json_object_set_new(props, "stdin",
+	                    prop("string", "Text fed to standard input (default: empty)."));
+	if (o->n_allow_env) {
+		char names[200] = "";
+		size_t used = 0;
+		for (size_t i = 0; i < o->n_allow_env && used + 2 < sizeof(names); i++) {
+			int w = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
+			                 o->allow_env[i]);
+			if (w < 0)
+				break;
+			used += (size_t)w;
+			if (used >= sizeof(names))
+				used = sizeof(names) - 1;
+		}
+		snprintf(desc, sizeof(desc), "Environment variables to set (name to value). Allowed "
+		                             "names: %s.", names);
+		json_t *e = prop("object", desc);
+		json_object_set_new(e, "additionalProperties", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(props, "env", e);
+	}
+}
+
+static void describe_sandbox(char *buf, size_t n, const struct mcp_options *o)
+{
+	snprintf(buf, n,
+	         "Each call runs in a fresh sandbox: the workspace %s is read-write (and the "
+	         "current directory and HOME), the system is read-only, /tmp is private and "
+	         "empty, %s, and no process survives the call; only files written to the "
+	         "workspace persist.",
+	         o->workspace, o->net == CORRAL_NET_HOST ? "the host network is shared"
+	                                                 : "there is no network");
+}
+
+static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, const char *version)
+{
+	json_t *props = json_object();
+	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
+	                           "additionalProperties", 0);
+	char sandbox[600], desc[1200];
+	describe_sandbox(sandbox, sizeof(sandbox), o);
+	if (t->id == TOOL_RUN_COMMAND) {
+		json_object_set_new(props, "command",
+		                    prop("string", "A shell command line, run with /bin/sh -c. Give "
+		                                   "this or argv."));
+		json_t *argv = prop("array", "The program and its arguments, run without a shell "
+		                             "(the program is looked up in PATH). Give this or "
+		                             "command.");
+		json_object_set_new(argv, "items", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(argv, "minItems", json_integer(1));
+		json_object_set_new(props, "argv", argv);
+		snprintf(desc, sizeof(desc),
+		         "Run a shell command (or an argv vector) and return its exit status, "
+		         "stdout and stderr. %s",
+		         sandbox);
+	} else {
+		json_t *langs = json_array();
+		char names[100] = "";
+		for (size_t i = 0; i < N_LANGUAGES; i++)
+			if (languages[i].present) {
+				json_array_append_new(langs, json_string(languages[i].name));
+				if (names[0])
+					strcat(names, ", ");
+				strcat(names, languages[i].name);
+			}
+		json_t *lang = prop("string", "The interpreter: python (python3), node, bash or sh; "
+		                              "only those present on this host are offered.");
+		json_object_set_new(lang, "enum", langs);
+		json_object_set_new(props, "language", lang);
+		json_object_set_new(props, "code", prop("string", "The program text."));
+		json_object_set_new(schema, "required", json_pack("[s,s]", "language", "code"));
+		snprintf(desc, sizeof(desc),
+		         "Run a program (%s) from a file in the sandbox's private /tmp and return "
+		         "its exit status, stdout and stderr. %s",
+		         names, sandbox);
+	}
+	add_common_props(props, o);
+	json_t *e = json_pack("{s:s, s:s, s:o}", "name", t->name, "description", desc,
+	                      "inputSchema", schema);
+	if (mcp_version_at_least(version, "2025-06-18")) {
+		json_object_set_new(e, "title", json_string(t->title));
+		json_t *out = json_loads(output_schema_json, 0, NULL);
+		if (out)
+			json_object_set_new(e, "outputSchema", out);
+	}
+	if (mcp_version_at_least(version, "2025-03-26"))
+		json_object_set_new(e, "annotations",
+		                    json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", t->title,
+		                              "readOnlyHint", 0, "destructiveHint", 1,
+		                              "idempotentHint", 0, "openWorldHint",
+		                              o->net == CORRAL_NET_HOST));
+	return e;
+}
+
+json_t *mcp_tools_list(const struct mcp_options *o, const char *version)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; i < N_TOOLS; i++) {
+		if (tools[i].id == TOOL_RUN_CODE && !any_language())
+			continue;
+		json_array_append_new(arr, tool_entry(&tools[i], o, version));
+	}
+	return json_pack("{s:o}", "tools", arr);
+}
+
+/* ---- arguments ------------------------------------------------------------------------- */
+
+void mcp_plan_free(struct mcp_plan *p)
+{
+	corral_config_free(p->cfg);
+	free(p->display);
+	if (p->argv) {
+		for (char **a = p->argv; *a; a++)
+			free(*a);
+		free(p->argv);
+	}
+	free(p->command);
+	memset(p, 0, sizeof(*p));
+}
+
+static int bad(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* A string argument without NUL bytes (C strings cannot carry them). */
+static int get_cstring(const json_t *args, const char *key, const char **out, char *why,
+                       size_t n)
+{
+	json_t *v = json_object_get(args, key);
+	*out = NULL;
+	if (!v)
+		return 0;
+	if (!json_is_string(v))
+		return bad(why, n, "%s: must be a string, not %s", key, jr_type_name(v));
+	if (strlen(json_string_value(v)) != json_string_length(v))
+		return bad(why, n, "%s: must not contain NUL characters", key);
+	*out = json_string_value(v);
+	return 0;
+}
+
+static int check_keys(const json_t *args, const char *const *allowed, char *why, size_t n)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)args, key, v)
+	{
+		bool ok = false;
+		for (const char *const *a = allowed; *a; a++)
+			if (!strcmp(*a, key))
+				ok = true;
+		if (!ok) {
+			char list[200] = "";
+			for (const char *const *a = allowed; *a; a++) {
+				if (list[0])
+					strcat(list, ", ");
+				strcat(list, *a);
+			}
+			return bad(why, n, "unknown argument '%.60s' (expected: %s)", key, list);
+		}
+	}
+	return 0;
+}
+
+static bool env_allowed(const struct mcp_options *o, const char *name)
+{
+	for (size_t i = 0; i < o->n_allow_env; i++)
+		if (fnmatch(o->allow_env[i], name, 0) == 0)
+			return true;
+	return false;
+}
+
+/* The server's fixed settings, applied to a fresh configuration for each call. */
+static corral_config *base_config(const struct mcp_options *o, char *why, size_t n)
+{
+	struct corral_error err = {0};
+	corral_config *cfg = corral_config_new();
+	if (!cfg) {
+		bad(why, n, "out of memory");
+		return NULL;
+	}
+	int r = corral_config_set_workspace(cfg, o->workspace, &err);
+	if (r == 0)
+		r = corral_config_set_timeout_ms(cfg, o->timeout_ms, o->kill_after_ms, &err);
+	for (int i = 0; r == 0 && i < CORRAL_LIMIT__COUNT; i++)
+		if (o->limit_set[i])
+			r = corral_config_set_limit(cfg, (enum corral_limit)i, o->limits[i], &err);
+	if (r == 0 && o->output_cap)
+		r = corral_config_set_output_cap(cfg, o->output_cap, &err);
+	if (r == 0)
+		r = corral_config_set_mode(cfg, o->mode, &err);
+	if (r == 0)
+		r = corral_config_set_net(cfg, o->net, &err);
+	for (size_t i = 0; r == 0 && i < o->n_env; i++)
+		r = corral_config_setenv(cfg, o->env[i].name, o->env[i].value, &err);
+	if (r < 0) {
+		bad(why, n, "server configuration: %s", err.message);
+		corral_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+static int apply_common(const struct mcp_options *o, const json_t *args, struct mcp_plan *plan,
+                        char *why, size_t n)
+{
+	struct corral_error err = {0};
+	const char *cwd;
+	if (get_cstring(args, "cwd", &cwd, why, n) < 0)
+		return -1;
+	if (cwd && corral_config_set_cwd(plan->cfg, cwd, &err) < 0)
+		return bad(why, n, "cwd: %s", err.message);
+
+	plan->timeout_ms = o->timeout_ms;
+	json_t *t = json_object_get(args, "timeout_s");
+	if (t) {
+		if (!json_is_number(t))
+			return bad(why, n, "timeout_s: must be a number of seconds, not %s",
+			           jr_type_name(t));
+		double s = json_number_value(t);
+		if (!(s > 0) || !isfinite(s))
+			return bad(why, n, "timeout_s: must be greater than 0");
+		double ms = ceil(s * 1000.0);
+		if (o->timeout_ms && ms > (double)o->timeout_ms)
+			return bad(why, n,
+			           "timeout_s: %g exceeds this server's limit of %g s; ask for at "
+			           "most that (calls can only lower the timeout)",
+			           s, (double)o->timeout_ms / 1000.0);
+		if (ms > 1e12)
+			return bad(why, n, "timeout_s: %g is too large", s);
+		plan->timeout_ms = (uint64_t)ms;
+		if (corral_config_set_timeout_ms(plan->cfg, plan->timeout_ms, o->kill_after_ms, &err) <
+		    0)
+			return bad(why, n, "timeout_s: %s", err.message);
+	}
+
+	json_t *in = json_object_get(args, "stdin");
+	if (in) {
+		if (!json_is_string(in))
+			return bad(why, n, "stdin: must be a string, not %s", jr_type_name(in));
+		if (json_string_length(in) &&
+		    corral_config_set_stdin_data(plan->cfg, json_string_value(in),
+		                                 json_string_length(in), &err) < 0)
+			return bad(why, n, "stdin: %s", err.message);
+	}
+
+	json_t *env = json_object_get(args, "env");
+	if (env) {
+		if (!json_is_object(env))
+			return bad(why, n, "env: must be an object of name to string value, not %s",
+			           jr_type_name(env));
+		const char *name;
+		json_t *v;
+		json_object_foreach(env, name, v)
+		{
+			if (!o->n_allow_env)
+				return bad(why, n,
+				           "env.%.60s: this server allows no variables (the operator can "
+				           "allow names with corral mcp --allow-env NAME)",
+				           name);
+			if (!env_allowed(o, name))
+				return bad(why, n,
+				           "env.%.60s: not allowed; this server allows only names matching "
+				           "its --allow-env list (see the tool's env description)",
+				           name);
+			if (!json_is_string(v))
+				return bad(why, n, "env.%.60s: must be a string, not %s", name,
+				           jr_type_name(v));
+			if (strlen(json_string_value(v)) != json_string_length(v))
+				return bad(why, n, "env.%.60s: must not contain NUL characters", name);
+			if (corral_config_setenv(plan->cfg, name, json_string_value(v), &err) < 0)
+				return bad(why, n, "env.%.60s: %s", name, err.message);
+		}
+	}
+	return 0;
+}
+
+static char *quote_argv(const char *const *argv)
+{
+	size_t cap = 64, len = 0;
+	char *s = malloc(cap);
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; argv[i]; i++) {
+		const char *a = argv[i];
+		bool plain = *a != '\0';
+		for (const char *c = a; *c; c++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			            "-_./=:,+@%",
+			            *c))
+				plain = false;
+		size_t need = len + strlen(a) * 4 + 4;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			char *g = realloc(s, cap);
+			if (!g) {
+				free(s);
+				return NULL;
+			}
+			s = g;
+		}
+		if (i)
+			s[len++] = ' ';
+		if (plain) {
+			len += (size_t)sprintf(s + len, "%s", a);
+		} else {
+			s[len++] = '\'';
+			for (const char *c = a; *c; c++) {
+				if (*c == '\'') {
+					memcpy(s + len, "'\\''", 4);
+					len += 4;
+				} else {
+					s[len++] = *c;
+				}
+			}
+			s[len++] = '\'';
+			s[len] = '\0';
+		}
+	}
+	return s;
+}
+
+static char **strv_dup(const char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	char **out = calloc(n + 1, sizeof(char *));
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(v[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(out[k]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
+{
+	struct corral_error err = {0};
+	const char *cmd;
+	if (get_cstring(args, "command", &cmd, why, n) < 0)
+		return -1;
+	json_t *argv = json_object_get(args, "argv");
+	if (cmd && argv)
+		return bad(why, n, "give either command (a shell string) or argv (an array), not "
+		                   "both");
+	if (!cmd && !argv)
+		return bad(why, n, "command: required (a shell string), or give argv (an array of "
+		                   "strings)");
+	if (cmd) {
+		if (!*cmd)
+			return bad(why, n, "command: must not be empty");
+		if (corral_config_set_shell(plan->cfg, cmd, &err) < 0)
+			return bad(why, n, "command: %s", err.message);
+		plan->command = strdup(cmd);
+		const char *v[] = {"/bin/sh", "-c", cmd, NULL};
+		plan->argv = strv_dup(v);
+		if (asprintf(&plan->display, "$ %s", cmd) < 0)
+			plan->display = NULL;
+		return plan->argv && plan->command && plan->display ? 0 : bad(why, n, "out of memory");
+	}
+	if (!json_is_array(argv))
+		return bad(why, n, "argv: must be an array of strings, not %s", jr_type_name(argv));
+	size_t count = json_array_size(argv);
+	if (count == 0)
+		return bad(why, n, "argv: must not be empty; argv[0] is the program");
+	const char **v = calloc(count + 1, sizeof(char *));
+	if (!v)
+		return bad(why, n, "out of memory");
+	for (size_t i = 0; i < count; i++) {
+		json_t *a = json_array_get(argv, i);
+		if (!json_is_string(a)) {
+			free(v);
+			return bad(why, n, "argv[%zu]: must be a string, not %s", i, jr_type_name(a));
+		}
+		if (strlen(json_string_value(a)) != json_string_length(a)) {
+			free(v);
+			return bad(why, n, "argv[%zu]: must not contain NUL characters", i);
+		}
+		v[i] = json_string_value(a);
+	}
+	if (!*v[0]) {
+		free(v);
+		return bad(why, n, "argv[0]: must not be empty; it is the program to run");
+	}
+	int r = corral_config_set_argv(plan->cfg, v, &err);
+	if (r == 0) {
+		plan->argv = strv_dup(v);
+		char *q = quote_argv(v);
+		if (q && asprintf(&plan->display, "$ %s", q) < 0)
+			plan->display = NULL;
+		free(q);
+	}
+	free(v);
+	if (r < 0)
+		return bad(why, n, "argv: %s", err.message);
+	return plan->argv && plan->display ? 0 : bad(why, n, "out of memory");
+}
+
+/* The code reaches a file in the sandbox's private /tmp through standard input (cat), or,
+ * when the call gives its own stdin, through CORRAL_CODE, which the shell unsets before it
+ * execs the interpreter. */
+static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
+{
+	struct corral_error err = {0};
+	const char *lang;
+	if (get_cstring(args, "language", &lang, why, n) < 0)
+		return -1;
+	const struct language *L = NULL;
+	char names[100] = "";
+	for (size_t i = 0; i < N_LANGUAGES; i++) {
+		if (!languages[i].present)
+			continue;
+		if (names[0])
+			strcat(names, ", ");
+		strcat(names, languages[i].name);
+		if (lang && !strcmp(languages[i].name, lang))
+			L = &languages[i];
+	}
+	if (!lang)
+		return bad(why, n, "language: required (one of: %s)", names);
+	if (!L)
+		return bad(why, n, "language: '%.40s' is not available here; choose one of: %s", lang,
+		           names);
+	json_t *code = json_object_get(args, "code");
+	if (!code)
+		return bad(why, n, "code: required (the program text)");
+	if (!json_is_string(code))
+		return bad(why, n, "code: must be a string, not %s", jr_type_name(code));
+	size_t len = json_string_length(code);
+	if (strlen(json_string_value(code)) != len)
+		return bad(why, n, "code: must not contain NUL characters");
+	bool own_stdin = json_object_get(args, "stdin") != NULL;
+	char *script = NULL;
+	int r;
+	const char *fail = "|| { echo 'corral: cannot write the code to a file in /tmp' >&2; exit "
+	                   "125; }; ";
+	if (own_stdin) {
+		if (len > CODE_ENV_MAX)
+			return bad(why, n,
+			           "code: %zu bytes is too long together with stdin (at most %d bytes "
+			           "then; without stdin the code may be as long as a message allows)",
+			           len, CODE_ENV_MAX);
+		r = asprintf(&script,
+		             "f=$(mktemp \"${TMPDIR:-/tmp}/corral-code.XXXXXX\") && printf '%%s' "
+		             "\"$CORRAL_CODE\" >\"$f\" %sunset CORRAL_CODE; exec %s \"$f\"",
+		             fail, L->exe);
+		if (r >= 0 && corral_config_setenv(plan->cfg, "CORRAL_CODE", json_string_value(code),
+		                                   &err) < 0) {
+			free(script);
+			return bad(why, n, "code: %s", err.message);
+		}
+	} else {
+		r = asprintf(&script,
+		             "f=$(mktemp \"${TMPDIR:-/tmp}/corral-code.XXXXXX\") && cat >\"$f\" "
+		             "%sexec %s \"$f\" </dev/null",
+		             fail, L->exe);
+		if (r >= 0 && len &&
+		    corral_config_set_stdin_data(plan->cfg, json_string_value(code), len, &err) < 0) {
+			free(script);
+			return bad(why, n, "code: %s", err.message);
+		}
+	}
+	if (r < 0)
+		return bad(why, n, "out of memory");
+	r = corral_config_set_shell(plan->cfg, script, &err);
+	if (r == 0) {
+		plan->command = script;
+		const char *v[] = {"/bin/sh", "-c", script, NULL};
+		plan->argv = strv_dup(v);
+		if (asprintf(&plan->display, "$ %s <%s code: %zu bytes>", L->exe, L->name, len) < 0)
+			plan->display = NULL;
+	} else {
+		free(script);
+		return bad(why, n, "code: %s", err.message);
+	}
+	return plan->argv && plan->display ? 0 : bad(why, n, "out of memory");
+}
+
+static const char *const run_command_keys[] = {"command", "argv", "cwd", "timeout_s",
+                                               "stdin", "env", NULL};
+static const char *const run_code_keys[] = {"language", "code", "cwd", "timeout_s",
+                                            "stdin", "env", NULL};
+
+enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
+                                  const json_t *args, struct mcp_plan *plan, char *why,
+                                  size_t whylen)
+{
+	memset(plan, 0, sizeof(*plan));
+	const struct tool *t = find_tool(name);
+	if (!t) {
+		snprintf(why, whylen, "unknown tool '%.80s'; this server offers: %s", name,
+		         mcp_tool_names());
+		return MCP_PREP_UNKNOWN_TOOL;
+	}
+	json_t *empty = NULL;
+	if (!args)
+		args = empty = json_object();
+	const char *const *keys = t->id == TOOL_RUN_COMMAND ? run_command_keys : run_code_keys;
+	int r = check_keys(args, keys, why, whylen);
+	if (r == 0 && !(plan->cfg = base_config(o, why, whylen)))
+		r = -1;
+	if (r == 0)
+		r = t->id == TOOL_RUN_COMMAND ? prepare_run_command(args, plan, why, whylen)
+		                              : prepare_run_code(args, plan, why, whylen);
+	if (r == 0)
+		r = apply_common(o, args, plan, why, whylen);
+	json_decref(empty);
+	if (r < 0) {
+		mcp_plan_free(plan);
+		return MCP_PREP_BAD_ARGS;
+	}
+	return MCP_PREP_OK;
+}
+
+/* ---- results --------------------------------------------------------------------------- */
+
+struct sbuf {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 1024;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *g = realloc(b->s, cap);
+		if (!g) {
+			b->oom = true;
+			return;
+		}
+		b->s = g;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(struct sbuf *b, const char *fmt, ...)
+{
+	char tmp[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb_add(b, tmp, (size_t)n < sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static const char *sig_name(int sig)
+{
+	const char *s = sigabbrev_np(sig);
+	return s ? s : "?";
+}
+
+static void stream_block(struct sbuf *b, const char *name, const json_t *structured,
+                         const struct corral_result *res, bool is_out)
+{
+	const char *text = json_string_value(json_object_get(structured, name));
+	sb_printf(b, "--- %s ---\n", name);
+	if (!text || !*text) {
+		sb_add(b, "(empty)\n", 8);
+	} else {
+		size_t n = strlen(text);
+		sb_add(b, text, n);
+		if (text[n - 1] != '\n')
+			sb_add(b, "\n", 1);
+	}
+	if (is_out ? res->stdout_truncated : res->stderr_truncated)
+		sb_printf(b, "[%s truncated: %llu bytes total, kept head and tail]\n", name,
+		          (unsigned long long)(is_out ? res->stdout_bytes : res->stderr_bytes));
+}
+
+static bool result_failed(const struct corral_result *res)
+{
+	return res->error.code || res->timed_out || res->signal || !res->exited ||
+	       res->exit_code != 0;
+}
+
+static char *result_text(const struct mcp_plan *plan, const struct corral_result *res,
+                         const json_t *structured)
+{
+	struct sbuf b = {0};
+	sb_printf(&b, "%s\n", plan->display ? plan->display : "$ ?");
+	if (res->timed_out)
+		sb_printf(&b, "timed out after %.1fs; killed by signal %d (%s)\n",
+		          (double)plan->timeout_ms / 1000.0, res->signal ? res->signal : SIGKILL,
+		          sig_name(res->signal ? res->signal : SIGKILL));
+	else if (res->exited)
+		sb_printf(&b, "exit: %d\n", res->exit_code);
+	else if (res->signal)
+		sb_printf(&b, "killed by signal %d (%s)\n", res->signal, sig_name(res->signal));
+	else
+		sb_printf(&b, "not started: %s\n", corral_strerror(res->error.code));
+	sb_printf(&b, "duration: %llu ms\n", (unsigned long long)res->duration_ms);
+	const char *lim = corral_limit_hit_name(res->limit);
+	if (lim && res->limit != CORRAL_HIT_TIMEOUT)
+		sb_printf(&b, "limit: %s\n", lim);
+	if (res->error.code) {
+		char *clean = mcp_utf8_clean(res->error.message, strlen(res->error.message));
+		sb_printf(&b, "error: %s\n", corral_strerror(res->error.code));
+		if (clean) {
+			sb_add(&b, "hint: ", 6);
+			sb_add(&b, clean, strlen(clean));
+			sb_add(&b, "\n", 1);
+		}
+		free(clean);
+	}
+	if (res->error.code == 0 || res->stdout_bytes || res->stderr_bytes) {
+		stream_block(&b, "stdout", structured, res, true);
+		stream_block(&b, "stderr", structured, res, false);
+	}
+	if (b.oom) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
+static json_t *text_item(const char *text)
+{
+	return json_pack("{s:s, s:s}", "type", "text", "text", text);
+}
+
+json_t *mcp_tool_error(const char *message)
+{
+	char *clean = mcp_utf8_clean(message, strlen(message));
+	json_t *r = json_pack("{s:[o], s:b}", "content", text_item(clean ? clean : "error"),
+	                      "isError", 1);
+	free(clean);
+	return r;
+}
+
+json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
+                        const char *version)
+{
+	char *json = NULL;
+	if (corral_result_to_json(res, &json, NULL) < 0)
+		return NULL;
+	json_t *structured = json_loads(json, 0, NULL);
+	char *text = structured ? result_text(plan, res, structured) : NULL;
+	if (!text) {
+		free(json);
+		json_decref(structured);
+		return NULL;
+	}
+	json_t *content = json_array();
+	json_array_append_new(content, text_item(text));
+	free(text);
+	json_t *out = json_object();
+	json_object_set_new(out, "content", content);
+	if (mcp_version_at_least(version, "2025-06-18")) {
+		json_object_set_new(out, "structuredContent", structured);
+	} else {
+		/* Before structuredContent existed, the JSON travels as a second text item. */
+		json_array_append_new(content, text_item(json));
+		json_decref(structured);
+	}
+	free(json);
+	json_object_set_new(out, "isError", json_boolean(result_failed(res)));
+	return out;
+}
+
+json_t *mcp_tool_spawn_failed(const struct mcp_plan *plan, const struct mcp_options *o,
+                              const struct corral_error *err, const char *version)
+{
+	/* corral_spawn hands back no result: describe the failure in the same schema. */
+	struct corral_result res;
+	memset(&res, 0, sizeof(res));
+	unsigned char b[16] = {0};
+	if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b))
+		memcpy(b, &plan, sizeof(plan) < sizeof(b) ? sizeof(plan) : sizeof(b));
+	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+	snprintf(res.id, sizeof(res.id),
+	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+	         b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+	         b[15]);
+	res.argv = plan->argv;
+	res.command = plan->command;
+	res.exit_code = -1;
+	res.mode = o->mode == CORRAL_MODE_NONE ? "none" : o->mode == CORRAL_MODE_AUTO ? "auto"
+	                                                                             : "required";
+	res.error = *err;
+	if (!res.error.code)
+		res.error.code = CORRAL_ESYS;
+	return mcp_tool_result(plan, &res, version);
+}

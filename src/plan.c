@@ -1,0 +1,760 @@
+/* Parent-side preparation of a launch: which layers apply, the mount plan, the Landlock
+ * rules that mirror it, the environment, the limits. Everything here may allocate; the child
+ * only reads the result. */
+#include "launch.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+/* Where this process's argv strings live (fields 48 and 49 of /proc/self/stat), read once. */
+void plan_argarea(uintptr_t *start, uintptr_t *end)
+{
+	static uintptr_t s_start, s_end;
+	static int done;
+	if (!__atomic_load_n(&done, __ATOMIC_ACQUIRE)) {
+		FILE *f = fopen("/proc/self/stat", "re");
+		char buf[2048];
+		if (f && fgets(buf, sizeof(buf), f)) {
+			char *p = strrchr(buf, ')');
+			int field = 2;
+			unsigned long long a = 0, b = 0;
+			for (; p && *p; p++) {
+				if (*p != ' ')
+					continue;
+				field++;
+				if (field == 48)
+					a = strtoull(p + 1, NULL, 10);
+				else if (field == 49)
+					b = strtoull(p + 1, NULL, 10);
+			}
+			s_start = (uintptr_t)a;
+			s_end = (uintptr_t)b;
+		}
+		if (f)
+			fclose(f);
+		__atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+	}
+	*start = s_start;
+	*end = s_end;
+}
+
+/* The seccomp programs are compiled once per process and shared by every launch: one for
+ * sandboxes with namespaces, one for the no-namespace tier (which also denies AF_UNIX
+ * sockets). */
+static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct seccomp_prog sc_prog[2];
+static int sc_state[2]; /* 0 not tried, 1 ready, -1 failed */
+static struct corral_error sc_err[2];
+
+const struct seccomp_prog *plan_seccomp(bool no_namespaces, struct corral_error *err)
+{
+	int k = no_namespaces ? 1 : 0;
+	pthread_mutex_lock(&sc_lock);
+	if (sc_state[k] == 0) {
+		struct seccomp_opts o = {.allow_userns = 0, .deny_unix_sockets = k};
+		sc_state[k] = seccomp_prepare(&o, &sc_prog[k], &sc_err[k]) == 0 ? 1 : -1;
+	}
+	int st = sc_state[k];
+	pthread_mutex_unlock(&sc_lock);
+	if (st < 0) {
+		if (err)
+			*err = sc_err[k];
+		return NULL;
+	}
+	return &sc_prog[k];
+}
+
+bool plan_test_disabled(const char *layer)
+{
+	const char *v = getenv("CORRAL_TEST_DISABLE");
+	if (!v)
+		return false;
+	size_t n = strlen(layer);
+	for (const char *p = v; (p = strstr(p, layer)); p += n)
+		if ((p == v || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
+			return true;
+	return false;
+}
+
+
+static int split_path(struct launch *L)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin";
+	for (char **e = L->envp; *e; e++)
+		if (!strncmp(*e, "PATH=", 5))
+			path = *e + 5;
+	size_t n = 1;
+	for (const char *p = path; *p; p++)
+		n += *p == ':';
+	L->path_dirs = calloc(n + 1, sizeof(char *));
+	if (!L->path_dirs)
+		return -1;
+	size_t i = 0;
+	for (const char *p = path;;) {
+		const char *end = strchr(p, ':');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		/* an empty entry means the cwd, as in execvp */
+		L->path_dirs[i] = len ? strndup(p, len) : strdup(".");
+		if (!L->path_dirs[i++])
+			return -1;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return 0;
+}
+
+/* Landlock rules mirror the mount plan: the same paths, as the child will see them. */
+
+static void record(struct corral_result *res, const char *name, bool applied, const char *detail)
+{
+	result_add_layer(res, name, applied, detail);
+}
+
+/* Decide the layers for this run and record them. Returns <0 when mode=required and a
+ * layer is missing. */
+int plan_choose_layers(struct launch *L, struct corral_result *res, struct corral_error *err)
+{
+	const struct corral_config *cfg = L->cfg;
+	enum corral_mode mode = cfg->mode;
+	res->mode = mode == CORRAL_MODE_REQUIRED ? "required"
+	            : mode == CORRAL_MODE_AUTO   ? "auto"
+	                                         : "none";
+	if (mode == CORRAL_MODE_NONE) {
+		static const char *const names[] = {"userns", "mountns", "pidns", "netns", "ipcns",
+		                                    "utsns",  "cgroupns", "landlock", "seccomp"};
+		for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+			record(res, names[i], false, "mode none: isolation disabled");
+		/* even here root does not keep its capabilities (launch.c child_main) */
+		record(res, "caps", L->uid == 0,
+		       L->uid == 0 ? "all dropped, no_new_privs (root)"
+		                   : "no_new_privs only (an unprivileged caller has none)");
+		return 0;
+	}
+	char why[300];
+	bool userns_ok = !plan_test_disabled("userns");
+	if (!userns_ok)
+		snprintf(why, sizeof(why), "disabled by CORRAL_TEST_DISABLE");
+	L->userns = L->mountns = L->pidns = L->ipcns = L->utsns = L->cgroupns = userns_ok;
+	L->netns = userns_ok && cfg->net == CORRAL_NET_NONE;
+	if (!userns_ok && mode == CORRAL_MODE_REQUIRED)
+		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "userns",
+		                        "userns: %s; run with --mode=auto to continue without "
+		                        "namespaces (Landlock, seccomp and limits still apply)",
+		                        why);
+
+	int abi = plan_test_disabled("landlock") ? 0 : landlock_probe_abi();
+	L->landlock = abi > 0;
+	if (!L->landlock && mode == CORRAL_MODE_REQUIRED)
+		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "landlock",
+		                        "landlock: not supported by this kernel or disabled (needs "
+		                        "Linux 5.13 with CONFIG_SECURITY_LANDLOCK and 'landlock' in "
+		                        "the lsm= boot parameter); run with --mode=auto to continue "
+		                        "without it");
+	L->ll.abi = abi;
+
+	L->seccomp = !plan_test_disabled("seccomp") && seccomp_probe();
+	struct corral_error scerr = {0};
+	if (L->seccomp && !(L->sc = plan_seccomp(!L->userns, &scerr)))
+		L->seccomp = false;
+	if (!L->seccomp && mode == CORRAL_MODE_REQUIRED) {
+		if (scerr.code) {
+			*err = scerr;
+			return scerr.code;
+		}
+		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "seccomp",
+		                        "seccomp: filtering is not available (needs "
+		                        "CONFIG_SECCOMP_FILTER); run with --mode=auto to continue "
+		                        "without it");
+	}
+	return 0;
+}
+
+void plan_record_layers(const struct launch *L, struct corral_result *res)
+{
+	if (L->cfg->mode == CORRAL_MODE_NONE)
+		return;
+	const char *skip = "unavailable on this host (mode auto)";
+	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
+	record(res, "mountns", L->mountns,
+	       L->mountns ? "tmpfs root, system read-only, workspace read-write" : skip);
+	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
+	if (L->cfg->net == CORRAL_NET_HOST)
+		record(res, "netns", false, "host network (--net host)");
+	else
+		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
+	record(res, "ipcns", L->ipcns, L->ipcns ? "private" : skip);
+	record(res, "utsns", L->utsns, L->utsns ? "hostname corral" : skip);
+	record(res, "cgroupns", L->cgroupns, L->cgroupns ? "private" : skip);
+	char d[200];
+	if (L->landlock)
+		snprintf(d, sizeof(d), "abi %d%s%s%s", L->ll.abi,
+		         L->ll.deny_tcp && L->ll.abi >= 4 ? ", tcp denied" : "",
+		         L->ll.abi >= 6 ? ", abstract unix and signals scoped" : "",
+		         L->mountns ? ""
+		                    : ", no mount namespace: protected paths not enforced, "
+		                      "host /proc readable");
+	record(res, "landlock", L->landlock, L->landlock ? d : skip);
+	record(res, "seccomp", L->seccomp,
+	       !L->seccomp ? skip
+	       : L->userns ? "deny-list, EPERM"
+	                   : "deny-list, EPERM; unix sockets denied (no namespaces)");
+	record(res, "caps", true, "all dropped, no_new_privs");
+}
+
+/* The environment block; without a mount namespace TMPDIR names the private host tmp. */
+/* The environment block: host variables the policy passes, explicit settings, and without a
+ * mount namespace TMPDIR naming the private host tmp. */
+static int prepare_env(struct launch *L)
+{
+	const struct corral_config *cfg = L->cfg;
+	env_free(L->envp);
+	L->envp = NULL;
+	struct env_entry *pass = NULL, *withheld = NULL;
+	size_t n_pass = 0, n_withheld = 0;
+	int r = policy_env(cfg, &pass, &n_pass, &withheld, &n_withheld);
+	/* Withheld values are not needed here yet; redaction will take them from the policy. */
+	env_entries_free_list(withheld, n_withheld);
+	if (r < 0) {
+		env_entries_free_list(pass, n_pass);
+		return -1;
+	}
+	struct env_entry *ents = calloc(n_pass + cfg->n_env + 1, sizeof(*ents));
+	if (!ents) {
+		env_entries_free_list(pass, n_pass);
+		return -1;
+	}
+	size_t n = 0;
+	for (size_t i = 0; i < n_pass; i++)
+		ents[n++] = pass[i];
+	if (L->private_tmp && !L->mountns)
+		ents[n++] = (struct env_entry){"TMPDIR", L->private_tmp};
+	/* explicit settings last: they always apply */
+	for (size_t i = 0; i < cfg->n_env; i++)
+		ents[n++] = cfg->env[i];
+	L->envp = env_build(ents, n, cfg->workspace);
+	free(ents);
+	env_entries_free_list(pass, n_pass);
+	return L->envp ? 0 : -1;
+}
+
+static int make_private_tmp(struct launch *L)
+{
+	char tmpl[] = "/tmp/corral-tmp-XXXXXX";
+	if (!mkdtemp(tmpl))
+		return -1;
+	L->private_tmp = strdup(tmpl);
+	return L->private_tmp ? 0 : -1;
+}
+
+
+/* ---- Landlock rules -------------------------------------------------------------------- */
+
+struct rules {
+	struct landlock_rule *v;
+	char **owned; /* paths this list allocated */
+	size_t n, cap, n_owned;
+};
+
+static int rules_add(struct rules *rs, const char *path, unsigned access, bool own)
+{
+	if (rs->n == rs->cap) {
+		size_t ncap = rs->cap ? rs->cap * 2 : 64;
+		struct landlock_rule *g = realloc(rs->v, ncap * sizeof(*g));
+		if (!g)
+			return -1;
+		rs->v = g;
+		rs->cap = ncap;
+	}
+	const char *p = path;
+	if (own) {
+		char *copy = strdup(path);
+		char **g = realloc(rs->owned, (rs->n_owned + 1) * sizeof(char *));
+		if (!copy || !g) {
+			free(copy);
+			if (g)
+				rs->owned = g;
+			return -1;
+		}
+		rs->owned = g;
+		rs->owned[rs->n_owned++] = copy;
+		p = copy;
+	}
+	rs->v[rs->n].path = p;
+	rs->v[rs->n].access = access;
+	rs->n++;
+	return 0;
+}
+
+/* Deny inside an allowed tree: Landlock only adds rights, so a rule on a tree that contains a
+ * denied path is replaced by rules on each sibling along the way down to it. The directories
+ * on the way keep only listing; what is created in them later gets no rights (documented). */
+static int expand_excluding(struct rules *rs, const char *excl)
+{
+	for (size_t i = 0; i < rs->n; i++) {
+		const char *root = rs->v[i].path;
+		if (!path_within(excl, root))
+			continue;
+		unsigned acc = rs->v[i].access;
+		if (!strcmp(root, excl)) {
+			rs->v[i].access = 0; /* the denied path itself */
+			continue;
+		}
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", root);
+		rs->v[i].access = acc & LL_LIST ? LL_LIST : (acc & LL_READ ? LL_LIST : 0);
+		for (int depth = 0; depth < 64; depth++) {
+			/* the next component of excl below dir */
+			size_t dl = strlen(dir);
+			const char *rest = excl + (dl == 1 ? 1 : dl + 1);
+			const char *slash = strchr(rest, '/');
+			size_t cl = slash ? (size_t)(slash - rest) : strlen(rest);
+			DIR *d = opendir(dir);
+			if (!d)
+				return 0;
+			struct dirent *de;
+			while ((de = readdir(d))) {
+				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+					continue;
+				if (strlen(de->d_name) == cl && !strncmp(de->d_name, rest, cl))
+					continue;
+				char child[PATH_MAX];
+				if (snprintf(child, sizeof(child), "%s/%s", dl == 1 ? "" : dir,
+				             de->d_name) >= (int)sizeof(child))
+					continue;
+				if (rs->n > 8192 || rules_add(rs, child, acc, true) < 0) {
+					closedir(d);
+					return -1;
+				}
+			}
+			closedir(d);
+			if (!slash)
+				break;
+			/* descend: the directory on the way to excl keeps listing only */
+			if (dl + 1 + cl + 1 >= sizeof(dir))
+				break;
+			if (dl > 1)
+				dir[dl++] = '/';
+			memcpy(dir + dl, rest, cl);
+			dir[dl + cl] = 0;
+			if (acc & LL_READ && rules_add(rs, dir, LL_LIST, true) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
+/* Landlock rules mirror the mount plan: the same paths, as the child will see them. */
+static int build_landlock(struct launch *L)
+{
+	const struct mount_plan *mp = &L->mounts;
+	struct rules rs = {0};
+	/* Inside the sandbox's own root every directory may be listed (it holds only what the
+	 * plan put there); file contents still need a rule of their own. */
+	if (L->mountns && rules_add(&rs, "/", LL_LIST, false) < 0)
+		goto oom;
+	for (size_t i = 0; i < mp->n_ops; i++) {
+		const struct mount_op *op = &mp->ops[i];
+		if (!op->ll_access)
+			continue;
+		const char *path = op->dst;
+		if (!L->mountns) {
+			/* No mount namespace: the rules name host paths. Private mounts do not
+			 * exist, so /tmp becomes a private host directory, and /proc, /dev stay
+			 * the host's. */
+			if (op->kind == MOP_TMPFS && !strcmp(op->dst, "/tmp"))
+				path = L->private_tmp;
+			else if (op->kind == MOP_TMPFS || op->kind == MOP_DEVPTS)
+				path = NULL; /* the host's /dev/shm and ptys are not the sandbox's */
+			else if (op->src)
+				path = op->src;
+			if (!path)
+				continue;
+		}
+		if (rules_add(&rs, path, op->ll_access, false) < 0)
+			goto oom;
+	}
+	/* Deny wins. (Protected paths are not mirrored: Landlock cannot take the write right
+	 * away beneath a writable tree without also forbidding new entries next to them; the
+	 * read-only mounts enforce them, and the tier without a mount namespace records that
+	 * they are not enforced.) */
+	for (size_t i = 0; i < L->req.n_deny; i++)
+		if (expand_excluding(&rs, L->req.deny[i]) < 0)
+			goto oom;
+
+	/* A command allow-list: nothing keeps the execute right but the allowed files. */
+	if (L->cfg->cmd_allow_set) {
+		for (size_t i = 0; i < rs.n; i++)
+			rs.v[i].access &= ~LL_EXEC;
+		for (size_t i = 0; i < L->n_exec_files; i++)
+			if (rules_add(&rs, L->exec_files[i], LL_READ | LL_EXEC, false) < 0)
+				goto oom;
+	}
+	/* drop emptied rules */
+	size_t o = 0;
+	for (size_t i = 0; i < rs.n; i++)
+		if (rs.v[i].access)
+			rs.v[o++] = rs.v[i];
+	rs.n = o;
+	free(L->ll_rules);
+	for (size_t i = 0; i < L->n_ll_owned; i++)
+		free(L->ll_owned[i]);
+	free(L->ll_owned);
+	L->ll_rules = rs.v;
+	L->ll_owned = rs.owned;
+	L->n_ll_owned = rs.n_owned;
+	L->ll.rules = L->ll_rules;
+	L->ll.n_rules = rs.n;
+	/* With a network namespace TCP reaches only the sandbox's own loopback, which servers
+	 * and tests inside need; without one, Landlock is what keeps TCP off the host. */
+	L->ll.deny_tcp = L->cfg->net == CORRAL_NET_NONE && !L->netns;
+	L->ll.scope = 1;
+	return 0;
+oom:
+	free(rs.v);
+	for (size_t i = 0; i < rs.n_owned; i++)
+		free(rs.owned[i]);
+	free(rs.owned);
+	return -1;
+}
+
+/* ---- policy paths ------------------------------------------------------------------------ */
+
+static int resolve_list(const struct corral_config *cfg, char **raw, size_t n, char ***out,
+                        size_t *n_out, bool must_exist, const char *what,
+                        struct corral_error *err)
+{
+	*out = calloc(n + 1, sizeof(char *));
+	*n_out = 0;
+	if (!*out)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		int r = policy_resolve_path(cfg, raw[i], path, err);
+		if (r < 0)
+			return r;
+		struct stat st;
+		if (must_exist && stat(path, &st) < 0)
+			return corral_set_error(err, CORRAL_EINVAL, errno, "policy",
+			                        "policy: %s path %s (%s): %s; create it or remove it "
+			                        "from the profile",
+			                        what, raw[i], path, strerror(errno));
+		if (!strcmp(path, "/"))
+			return corral_set_error(err, CORRAL_EINVAL, 0, "policy",
+			                        "policy: %s path %s resolves to /; that would expose the "
+			                        "whole host",
+			                        what, raw[i]);
+		if (!((*out)[(*n_out)++] = strdup(path)))
+			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	}
+	return 0;
+}
+
+/* Protected paths that do not exist yet get an empty placeholder on the host for the length
+ * of the run, so that a read-only mount can sit on them: the sandbox cannot create them. */
+static const char *const protected_dirs[] = {".git/hooks", ".vscode", ".idea", ".claude",
+                                             ".cursor", ".corral"};
+
+/* Hold a shared lock on a protected path for the length of the run. Whoever removes a
+ * placeholder must get the exclusive lock first, so a concurrent run that sits on the same
+ * path (another run in the same workspace) keeps its read-only mount: a placeholder removed
+ * on the host would silently detach that mount. */
+static int lock_protected(struct launch *L, const char *path, bool created)
+{
+	for (int attempt = 0; attempt < 8; attempt++) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			return -1;
+		struct stat a, b;
+		if (flock(fd, LOCK_SH) == 0 && fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			struct placeholder *g = realloc(L->held, (L->n_held + 1) * sizeof(*L->held));
+			if (!g) {
+				close(fd);
+				return -1;
+			}
+			L->held = g;
+			g[L->n_held].path = strdup(path);
+			g[L->n_held].fd = fd;
+			g[L->n_held].created = created;
+			if (!g[L->n_held].path) {
+				close(fd);
+				return -1;
+			}
+			L->n_held++;
+			return 0;
+		}
+		/* replaced between open and lock: try again */
+		close(fd);
+	}
+	return -1;
+}
+
+static int note_dry_placeholder(struct launch *L, const char *path)
+{
+	struct placeholder *g = realloc(L->held, (L->n_held + 1) * sizeof(*L->held));
+	if (!g)
+		return -1;
+	L->held = g;
+	g[L->n_held].path = strdup(path);
+	g[L->n_held].fd = -1;
+	g[L->n_held].created = true;
+	if (!g[L->n_held].path)
+		return -1;
+	L->n_held++;
+	return 0;
+}
+
+static int prepare_protected(struct launch *L, struct corral_error *err)
+{
+	const struct corral_config *cfg = L->cfg;
+	if (cfg->workspace_ro)
+		return 0; /* everything is read-only already */
+	const char *const *list = cfg->protected_set ? (const char *const *)cfg->protected_paths
+	                                             : policy_default_protected;
+	size_t n = 0;
+	if (cfg->protected_set)
+		n = cfg->n_protected;
+	else
+		while (list[n])
+			n++;
+	char **out = calloc(n + 1, sizeof(char *));
+	if (!out)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	L->req.protect = out;
+	L->req.n_protect = 0;
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		size_t len = strlen(list[i]);
+		bool is_dir = len && list[i][len - 1] == '/';
+		for (size_t k = 0; k < ARRAY_SIZE(protected_dirs); k++)
+			is_dir |= !strcmp(list[i], protected_dirs[k]);
+		if (snprintf(path, sizeof(path), "%s/%.*s", cfg->workspace,
+		             (int)(len && list[i][len - 1] == '/' ? len - 1 : len),
+		             list[i]) >= (int)sizeof(path))
+			continue;
+		bool created = false;
+		struct stat st;
+		if (lstat(path, &st) == 0) {
+			if (S_ISLNK(st.st_mode))
+				return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
+				                        "policy: protected path %s is a symlink, which "
+				                        "cannot be made read-only in place; remove it or "
+				                        "take it off the protected list",
+				                        path);
+		} else {
+			/* Create it only where its parent exists: inventing a .git directory
+			 * would change what the host's tools see. */
+			char parent[PATH_MAX];
+			snprintf(parent, sizeof(parent), "%s", path);
+			*strrchr(parent, '/') = 0;
+			struct stat pst;
+			if (lstat(parent, &pst) < 0 || !S_ISDIR(pst.st_mode))
+				continue;
+			if (L->dry_run) {
+				if (note_dry_placeholder(L, path) < 0)
+					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
+					                        "out of memory");
+				if (!(out[L->req.n_protect++] = strdup(path)))
+					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
+					                        "out of memory");
+				continue;
+			}
+			int r = is_dir ? mkdir(path, 0755)
+			               : close(open(path,
+			                            O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+			                            0644));
+			/* EEXIST: a concurrent run made it first; share it */
+			if (r < 0 && errno != EEXIST)
+				continue; /* e.g. a read-only parent: nothing can create it then */
+			created = r == 0;
+		}
+		if (!L->dry_run && lock_protected(L, path, created) < 0)
+			return corral_set_error(err, CORRAL_ESYS, errno, "policy",
+			                        "policy: cannot hold protected path %s: %s", path,
+			                        strerror(errno));
+		if (!(out[L->req.n_protect++] = strdup(path)))
+			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	}
+	return 0;
+}
+
+void plan_release_protected(struct placeholder *held, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct placeholder *h = &held[i];
+		/* Remove what this run created, if it is still the empty thing we made and no
+		 * other run holds it. */
+		if (h->created && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0) {
+			struct stat a, b;
+			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
+			    a.st_ino == b.st_ino) {
+				if (S_ISDIR(b.st_mode))
+					rmdir(h->path); /* fails unless empty */
+				else if (S_ISREG(b.st_mode) && b.st_size == 0)
+					unlink(h->path);
+			}
+		}
+		if (h->fd >= 0)
+			close(h->fd);
+		free(h->path);
+	}
+	free(held);
+}
+
+static int prepare_paths(struct launch *L, struct corral_error *err)
+{
+	const struct corral_config *cfg = L->cfg;
+	struct mount_request *q = &L->req;
+	int r;
+	if ((r = resolve_list(cfg, cfg->fs_read, cfg->n_read, (char ***)&q->read, &q->n_read, true,
+	                      "filesystem.read", err)) < 0 ||
+	    (r = resolve_list(cfg, cfg->fs_write, cfg->n_write, (char ***)&q->write, &q->n_write,
+	                      true, "filesystem.write", err)) < 0 ||
+	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
+	                      "filesystem.deny", err)) < 0)
+		return r;
+	if ((r = prepare_protected(L, err)) < 0)
+		return r;
+	q->workspace = cfg->workspace;
+	q->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
+	q->tmpfs_size = cfg->limits[CORRAL_LIMIT_TMPFS] ? cfg->limits[CORRAL_LIMIT_TMPFS]
+	                                                : 256ULL << 20;
+	q->workspace_ro = cfg->workspace_ro;
+	q->etc_minimal = cfg->etc_minimal;
+	return 0;
+}
+
+static void free_strv(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* ---- cgroup and limits ----------------------------------------------------------------- */
+
+static void prepare_limits(struct launch *L, struct corral_result *res)
+{
+	const struct corral_config *cfg = L->cfg;
+	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
+	 * counts per sandbox, so an unprivileged caller's process limit needs no cgroup; but the
+	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
+	bool pids_need_cg = cfg->limits[CORRAL_LIMIT_PIDS] &&
+	                    (L->uid == 0 || (!L->userns && !cfg->pids_default));
+	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
+	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
+	if (L->want_cg && L->dry_run) {
+		record(res, "cgroup", true, "a cgroup for the memory and process limits");
+	} else if (L->want_cg) {
+		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
+		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS]};
+		struct corral_error cgerr = {0};
+		if (cgroup_prepare(&lim, &L->cg, &cgerr) < 0) {
+			L->cg = NULL;
+			record(res, "cgroup", false, cgerr.message);
+		}
+	} else {
+		record(res, "cgroup", false,
+		       cfg->mode == CORRAL_MODE_NONE      ? "mode none"
+		       : plan_test_disabled("cgroup")     ? "disabled by CORRAL_TEST_DISABLE"
+		       : "not needed: no memory limit, and processes are limited by RLIMIT_NPROC "
+		         "per user namespace");
+	}
+	/* RLIMIT_NPROC counts per user namespace; without one it would count every process
+	 * of the host user, so the default process limit only applies inside a userns. */
+	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
+	if (!L->userns && cfg->pids_default)
+		nproc = 0;
+	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
+	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
+	                  L->cg != NULL, L->cg != NULL);
+	/* Say exactly what was set. */
+	char d[160] = "";
+	size_t o = 0;
+	for (size_t i = 0; i < L->rl.n && o < sizeof(d) - 32; i++) {
+		const char *nm = L->rl.resource[i] == RLIMIT_CORE     ? "core=0"
+		                 : L->rl.resource[i] == RLIMIT_CPU    ? "cpu"
+		                 : L->rl.resource[i] == RLIMIT_DATA   ? "data (memory fallback)"
+		                 : L->rl.resource[i] == RLIMIT_NPROC  ? (L->uid == 0 ? "nproc (not enforced for uid 0)" : "nproc")
+		                 : L->rl.resource[i] == RLIMIT_NOFILE ? "nofile"
+		                 : L->rl.resource[i] == RLIMIT_FSIZE  ? "fsize"
+		                                                      : "?";
+		o += (size_t)snprintf(d + o, sizeof(d) - o, "%s%s", i ? ", " : "", nm);
+	}
+	record(res, "rlimits", true, d);
+}
+
+/* ---- the whole preparation -------------------------------------------------------------- */
+
+int plan_prepare(struct launch *L, struct corral_result *res, struct corral_error *err)
+{
+	const struct corral_config *cfg = L->cfg;
+	int r;
+	L->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
+	/* Early, clear errors before anything is built (explain reports the decision itself). */
+	if (!L->dry_run && (r = policy_preflight(cfg, err)) < 0)
+		return r;
+	if ((r = prepare_paths(L, err)) < 0)
+		return r;
+	if ((r = mount_plan_build(&L->mounts, &L->req, err)) < 0)
+		return r;
+	if (L->dry_run && !L->mountns && cfg->mode != CORRAL_MODE_NONE)
+		L->private_tmp = strdup("/tmp/corral-tmp-XXXXXX");
+	else if (!L->mountns && cfg->mode != CORRAL_MODE_NONE && make_private_tmp(L) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "tmp",
+		                        "tmp: cannot create a private /tmp directory: %s",
+		                        strerror(errno));
+	if (cfg->cmd_allow_set &&
+	    (r = policy_exec_files(cfg, &L->exec_files, &L->n_exec_files, err)) < 0)
+		return r;
+	if (L->landlock && build_landlock(L) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
+	prepare_limits(L, res);
+	L->argv = cfg->argv;
+	L->exec_buf = malloc(PATH_MAX);
+	if (prepare_env(L) < 0 || !L->exec_buf || split_path(L) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "out of memory");
+	return 0;
+}
+
+int plan_drop_namespaces(struct launch *L, struct corral_error *err)
+{
+	L->userns = L->mountns = L->pidns = L->netns = L->ipcns = L->utsns = L->cgroupns = false;
+	if (!L->private_tmp && make_private_tmp(L) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "tmp", "tmp: %s", strerror(errno));
+	if (L->landlock && build_landlock(L) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
+	if (L->seccomp && !(L->sc = plan_seccomp(true, err)))
+		return err ? err->code : CORRAL_ESYS;
+	if (prepare_env(L) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "out of memory");
+	return 0;
+}
+
+void plan_free(struct launch *L)
+{
+	mount_plan_free(&L->mounts);
+	free(L->ll_rules);
+	free_strv(L->ll_owned, L->n_ll_owned);
+	env_free(L->envp);
+	if (L->path_dirs) {
+		for (char **p = L->path_dirs; *p; p++)
+			free(*p);
+		free(L->path_dirs);
+	}
+	free(L->exec_buf);
+	free_strv(L->exec_files, L->n_exec_files);
+	free_strv((char **)L->req.read, L->req.n_read);
+	free_strv((char **)L->req.write, L->req.n_write);
+	free_strv((char **)L->req.deny, L->req.n_deny);
+	free_strv((char **)L->req.protect, L->req.n_protect);
+	/* placeholders and private_tmp are handed to the supervisor (or removed on failure) */
+}

@@ -1,0 +1,191 @@
+# Isolation battery: shared helpers and the isolation record (issue: isolation).
+#
+# The groups live in isolation_*.sh: fs, net, kernel, res, sup, fallback. Every security
+# claim is judged by host-side evidence (a canary file's hash, a listener's connection count,
+# surviving pids, the supervisor alive and reporting), and where it is safe a control run with
+# --mode none or --net host shows that the same check does fail without the layer.
+
+ISO_CLEANUP=()
+
+# Run at test exit, last registered first (the test runs in its own bash; fail() exits it).
+iso_on_exit() {
+	local i
+	for ((i = ${#ISO_CLEANUP[@]} - 1; i >= 0; i--)); do
+		eval "${ISO_CLEANUP[i]}" >/dev/null 2>&1
+	done
+}
+iso_defer() {
+	[ ${#ISO_CLEANUP[@]} -eq 0 ] && trap iso_on_exit EXIT
+	ISO_CLEANUP+=("$*")
+}
+
+# A unique marker for pgrep, never part of this test's own command line.
+iso_mark() { echo "corraliso$RANDOM$RANDOM$RANDOM"; }
+
+# The probe inside the workspace (the sandbox sees only the workspace, not the build dir).
+iso_probe() { cp "$PROBE" "$WS/probe"; }
+
+# A canary directory outside the workspace, in the host's /tmp: ISO_C, with ISO_CANARY a
+# world-writable file holding ISO_SECRET (so only isolation, not permissions, protects it).
+iso_canary() {
+	ISO_C=$(mktemp -d /tmp/corral-iso-canary.XXXXXX)
+	chmod 0777 "$ISO_C"
+	iso_defer "rm -rf '$ISO_C'"
+	ISO_SECRET="iso-secret-$RANDOM$RANDOM"
+	ISO_CANARY="$ISO_C/canary"
+	echo "$ISO_SECRET" >"$ISO_CANARY"
+	chmod 0666 "$ISO_CANARY"
+	ISO_CANARY_HASH=$(iso_hash "$ISO_CANARY")
+}
+
+iso_hash() { sha256sum "$1" 2>/dev/null | cut -d' ' -f1; }
+assert_canary_unchanged() {
+	[ -f "$ISO_CANARY" ] || fail "the host canary $ISO_CANARY was removed${1:+ ($1)}"
+	[ "$(iso_hash "$ISO_CANARY")" = "$ISO_CANARY_HASH" ] ||
+		fail "the host canary changed${1:+ ($1)}: $(head -c 200 "$ISO_CANARY")"
+}
+
+# A host listener counting connections (tcp, unix) or datagrams (udp) into OUT; for tcp/udp
+# the port is in OUT.port. ADDR: an IP for tcp/udp, a path for unix. Killed at test exit.
+iso_listen() {
+	local kind=$1 addr=$2 out=$3 i
+	python3 - "$kind" "$addr" "$out" >/dev/null 2>&1 <<'PY' &
+import os, socket, sys
+kind, addr, out = sys.argv[1:4]
+if kind == "unix":
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(addr)
+    os.chmod(addr, 0o777)
+    s.listen(16)
+elif kind == "tcp":
+    s = socket.socket(socket.AF_INET6 if ":" in addr else socket.AF_INET)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, 0))
+    s.listen(16)
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, 0))
+open(out, "w").write("0")
+if kind != "unix":
+    open(out + ".port", "w").write(str(s.getsockname()[1]))
+open(out + ".ready", "w").write("1")
+s.settimeout(30)
+n = 0
+while True:
+    try:
+        if kind == "udp":
+            s.recvfrom(65536)
+        else:
+            c, _ = s.accept()
+            c.close()
+    except socket.timeout:
+        break
+    n += 1
+    open(out, "w").write(str(n))
+PY
+	iso_defer "kill $!"
+	for i in $(seq 1 150); do
+		[ -s "$out.ready" ] && return 0
+		sleep 0.02
+	done
+	fail "the $kind listener on $addr did not start"
+}
+
+# The lib.sh canaries, with their output detached (a background process holding the test's
+# stdout would keep the runner waiting) and killed at test exit.
+iso_tcp_canary() { # OUT -> ISO_PORT
+	start_tcp_canary "$1" >/dev/null 2>&1
+	iso_defer "kill $CANARY_PID"
+	ISO_PORT=$(cat "$1.port")
+	local i
+	for i in $(seq 1 100); do [ -s "$1" ] && return 0; sleep 0.02; done
+}
+iso_abstract_canary() { # NAME OUT
+	start_abstract_canary "$1" "$2" >/dev/null 2>&1
+	iso_defer "kill $CANARY_PID"
+}
+
+# The count a listener wrote, after a moment for pending accepts to be counted.
+iso_count() {
+	local v i
+	sleep 0.2
+	for i in $(seq 1 20); do
+		v=$(cat "$1" 2>/dev/null)
+		[ -n "$v" ] && { echo "$v"; return; }
+		sleep 0.02
+	done
+	echo "?"
+}
+
+# A host process with a unique name (a copy of sleep in the canary dir); sets ISO_HOST_PID.
+iso_host_sleeper() { # MARK SECONDS
+	cp /bin/sleep "$ISO_C/$1"
+	"$ISO_C/$1" "$2" >/dev/null 2>&1 &
+	ISO_HOST_PID=$!
+	iso_defer "kill -9 $ISO_HOST_PID"
+}
+
+# Start corral in the background, its JSON result into OUT, the sandbox seeing its
+# supervisor's host pid as $SUP. ISO_PRE (an array, e.g. ("$NOLAYER" userns --)) may wrap it:
+# exec keeps the pid. Sets ISO_SUP.
+ISO_PRE=()
+iso_bg_corral() { # OUT RUN-ARGS...
+	local out=$1
+	shift
+	bash -c 'ws=$1 c=$2 n=$3; shift 3; pre=("${@:1:n}"); shift "$n"
+		exec "${pre[@]}" "$c" run -w "$ws" --json --env SUP=$$ "$@"' \
+		_ "$WS" "$CORRAL" "${#ISO_PRE[@]}" "${ISO_PRE[@]}" "$@" >"$out" 2>"$out.err" &
+	ISO_SUP=$!
+	iso_defer "kill -9 $ISO_SUP"
+}
+
+# Wait until a pid is gone (at most N tenths of a second).
+iso_wait_pid() {
+	local i
+	for i in $(seq 1 "${2:-100}"); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# The layers `corral check` says this host offers; with CORRAL_MUST_WORK every one must be.
+ISO_LAYERS="userns mountns pidns netns ipcns utsns cgroupns landlock seccomp caps"
+
+# ---- isolation record ----------------------------------------------------------------------
+
+test_iso_record_default_all_layers_applied() {
+	iso_probe
+	local out l
+	out=$(cr --json -- ./probe hostname)
+	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
+	assert_eq "$(jget mode <<<"$out")" required
+	for l in $ISO_LAYERS; do
+		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" true "isolation.$l.applied"
+	done
+	local ll
+	ll=$(jget isolation.landlock.detail <<<"$out")
+	[[ $ll =~ ^abi\ [1-9][0-9]* ]] || fail "landlock detail '$ll' does not name the ABI"
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" loopback
+	# the utsns claim, observed: the sandbox's hostname is corral, not the host's
+	assert_eq "$(jget stdout <<<"$out")" corral
+	[ "$(hostname)" != corral ] || fail "the host itself is called corral: the check proves nothing"
+}
+
+# Each namespace the record claims is a different one from the host's: compare the namespace
+# ids the kernel shows inside with the test's own. Control: --mode none shares all of them.
+test_iso_record_namespaces_differ_from_host() {
+	local ns host inside none
+	local list="user mnt pid net ipc uts cgroup"
+	host=$(for ns in $list; do readlink "/proc/self/ns/$ns"; done)
+	inside=$(cr -c "for ns in $list; do readlink /proc/self/ns/\$ns; done")
+	none=$(cr --mode none -c "for ns in $list; do readlink /proc/self/ns/\$ns; done")
+	[ "$(wc -l <<<"$inside")" -eq 7 ] || fail "could not read the namespace ids inside: $inside"
+	assert_eq "$none" "$host" "control: mode none shares the host's namespaces"
+	local h i
+	for ns in $list; do
+		h=$(grep "^$ns:" <<<"$host")
+		i=$(grep "^$ns:" <<<"$inside")
+		[ "$h" != "$i" ] || fail "the sandbox shares the host's $ns namespace ($i)"
+	done
+}

@@ -1,0 +1,263 @@
+# Isolation battery, filesystem group: what the sandbox can see and change of the host's files.
+# Helpers: tests/integration/isolation.sh.
+
+test_iso_fs_write_outside_workspace_denied() {
+	iso_probe
+	iso_canary
+	local m etc_h passwd_h
+	m=$(iso_mark)
+	etc_h=$(iso_hash /etc/hostname)
+	passwd_h=$(iso_hash /etc/passwd)
+	cr -c "./probe open-write '$ISO_CANARY'; echo pwn > '$ISO_CANARY'; echo pwn >> '$ISO_CANARY';
+		rm -f '$ISO_CANARY'; touch '$ISO_C/new-$m'; ./probe open-write /etc/$m;
+		./probe open-write /usr/$m; ./probe mkdir /usr/lib/$m; ./probe open-write /etc/hostname;
+		echo pwn >> /etc/hostname; echo pwn >> /etc/passwd; ./probe open-write /$m" >/dev/null 2>&1
+	assert_canary_unchanged
+	[ ! -e "$ISO_C/new-$m" ] || fail "the sandbox created $ISO_C/new-$m on the host"
+	local p
+	for p in /etc/$m /usr/$m /usr/lib/$m /$m; do
+		[ ! -e "$p" ] || { rm -rf "$p"; fail "the sandbox created $p on the host"; }
+	done
+	assert_eq "$(iso_hash /etc/hostname)" "$etc_h" "host /etc/hostname"
+	assert_eq "$(iso_hash /etc/passwd)" "$passwd_h" "host /etc/passwd"
+	# control: without isolation the same write does reach the canary
+	cr --mode none -c "echo pwn >> '$ISO_CANARY'" >/dev/null 2>&1
+	[ "$(iso_hash "$ISO_CANARY")" != "$ISO_CANARY_HASH" ] ||
+		fail "control: --mode none could not change the canary either; the check proves nothing"
+}
+
+test_iso_fs_host_secrets_unreadable() {
+	iso_probe
+	local out host_home_secret="" hf=""
+	# a secret in the host user's home, readable by that user
+	if [ -n "${HOME:-}" ] && [ -d "$HOME" ] && [ -w "$HOME" ]; then
+		hf=$(mktemp "$HOME/.corral-iso-home.XXXXXX")
+		iso_defer "rm -f '$hf'"
+		host_home_secret="home-secret-$RANDOM$RANDOM"
+		echo "$host_home_secret" >"$hf"
+		chmod 0644 "$hf"
+	fi
+	out=$(cr -c "cat '${hf:-/nonexistent}' /etc/shadow /etc/gshadow /etc/sudoers /etc/../etc/shadow \
+		/proc/self/root/etc/shadow /proc/1/root/etc/shadow; ls -A /root /home '${HOME:-/root}' /etc;
+		./probe open-read /etc/shadow; ./probe open-read /root; ./probe open-read /home" 2>&1)
+	if [ -n "$hf" ]; then
+		assert_not_contains "$out" "$host_home_secret"
+		local listing
+		listing=$(cr -c "ls -A '$HOME' /root /home" 2>/dev/null)
+		assert_not_contains "$listing" "$(basename "$hf")"
+	fi
+	# /etc minus secrets: the allow-list never mounts these, though the host has them
+	local f
+	for f in shadow gshadow sudoers; do
+		if [ -e "/etc/$f" ]; then
+			[[ $'\n'$out$'\n' != *$'\n'$f$'\n'* ]] || fail "/etc/$f is listed inside the sandbox"
+		fi
+	done
+	assert_contains "$out" "errno=ENOENT"
+	if is_root && [ -s /etc/shadow ]; then
+		local first
+		first=$(head -1 /etc/shadow)
+		assert_not_contains "$out" "$first"
+	fi
+	# nothing of the host's /home or /root is listed
+	local d e
+	for d in /home /root; do
+		[ -d "$d" ] || continue
+		for e in $(ls -A "$d" 2>/dev/null | head -20); do
+			[[ $'\n'$out$'\n' != *$'\n'$e$'\n'* ]] || fail "host entry $d/$e is visible in the sandbox"
+		done
+	done
+	# control: without isolation the home secret is readable, so the check can fail
+	if [ -n "$hf" ]; then
+		assert_contains "$(cr --mode none -c "cat '$hf'" 2>&1)" "$host_home_secret"
+	fi
+}
+
+# A docker.sock / ssh-agent style socket of the host, outside the workspace and world-writable:
+# the sandbox must not reach it. The listener counts connections.
+test_iso_fs_host_unix_sockets_absent() {
+	iso_probe
+	iso_canary
+	iso_listen unix "$ISO_C/docker.sock" "$ISO_C/docker.n"
+	iso_listen unix "$ISO_C/agent.sock" "$ISO_C/agent.n"
+	local out
+	out=$(SSH_AUTH_SOCK="$ISO_C/agent.sock" cr -c "./probe connect-unix '$ISO_C/docker.sock';
+		./probe connect-unix '$ISO_C/agent.sock'; env; ls -la '$ISO_C' 2>&1")
+	assert_not_contains "$out" "ok"$'\n'
+	assert_not_contains "$out" SSH_AUTH_SOCK
+	assert_eq "$(iso_count "$ISO_C/docker.n")" 0 "connections seen by the host's docker.sock"
+	assert_eq "$(iso_count "$ISO_C/agent.n")" 0 "connections seen by the host's agent socket"
+	# control: the same probe without isolation is counted
+	cr --mode none -- ./probe connect-unix "$ISO_C/docker.sock" >/dev/null
+	assert_eq "$(iso_count "$ISO_C/docker.n")" 1 "control: --mode none connection counted"
+}
+
+test_iso_fs_proc1_root_not_host() {
+	iso_probe
+	iso_canary
+	local out
+	out=$(cr -c "cat /proc/1/root$ISO_CANARY /proc/self/root$ISO_CANARY; ./probe open-read /proc/1/root$ISO_CANARY;
+		./probe open-read /proc/1/root/etc/shadow; ls /proc/1/root/ /proc/self/root/" 2>&1)
+	assert_not_contains "$out" "$ISO_SECRET"
+	assert_contains "$out" "errno="
+	assert_not_contains "$out" "ok"$'\n'
+	# the sandbox's root has none of the host's top-level directories beyond the plan
+	local d
+	for d in boot home root srv opt var; do
+		if [ -d "/$d" ]; then
+			[[ $'\n'$out$'\n' != *$'\n'$d$'\n'* ]] || fail "host /$d is visible through /proc/*/root"
+		fi
+	done
+	# control: without isolation /proc/self/root is the host's root and leads to the canary
+	assert_contains "$(cr --mode none -c "cat '/proc/self/root$ISO_CANARY'" 2>&1)" "$ISO_SECRET"
+}
+
+test_iso_fs_proc_shows_only_sandbox_pids() {
+	iso_probe
+	iso_canary
+	local m pids none
+	m=$(iso_mark)
+	iso_host_sleeper "$m" 30
+	pids=$(cr -- ./probe ls-pids)
+	[ -n "$pids" ] || fail "probe ls-pids printed nothing"
+	[[ " $pids " != *" $ISO_HOST_PID "* ]] || fail "host pid $ISO_HOST_PID is visible in the sandbox: $pids"
+	[ "$(wc -w <<<"$pids")" -le 4 ] || fail "the sandbox sees more than its own processes: $pids"
+	assert_eq "$(cr -- ./probe open-read "/proc/$ISO_HOST_PID/cmdline")" "errno=ENOENT"
+	kill -0 "$ISO_HOST_PID" || fail "the host sleeper died"
+	# control: without a pid namespace the host process is visible
+	none=$(cr --mode none -- ./probe ls-pids)
+	[[ " $none " == *" $ISO_HOST_PID "* ]] || fail "control: host pid not visible even with --mode none"
+}
+
+test_iso_fs_symlink_escape() {
+	iso_probe
+	iso_canary
+	local rel etc_h out
+	rel="..${ISO_C#/tmp}/canary"
+	[[ $WS == /tmp/* ]] || fail "the workspace is not under /tmp; relative link test needs it"
+	ln -s "$ISO_CANARY" "$WS/abs-link"
+	ln -s "$rel" "$WS/rel-link"
+	ln -s "$ISO_C" "$WS/dir-link"
+	ln -s /etc/hostname "$WS/hn-link"
+	ln -s /etc/shadow "$WS/shadow-link"
+	etc_h=$(iso_hash /etc/hostname)
+	out=$(cr -c "cat abs-link rel-link shadow-link; echo pwn > abs-link; echo pwn >> rel-link;
+		echo pwn > dir-link/new; ./probe open-write abs-link; ./probe open-write rel-link;
+		echo pwn >> hn-link; ./probe open-write hn-link; ln -sf '$ISO_CANARY' made-link;
+		echo pwn >> made-link" 2>&1)
+	assert_not_contains "$out" "$ISO_SECRET"
+	assert_canary_unchanged
+	[ ! -e "$ISO_C/new" ] || fail "a write through a directory symlink landed on the host"
+	assert_eq "$(iso_hash /etc/hostname)" "$etc_h" "host /etc/hostname through hn-link"
+	if is_root; then
+		assert_not_contains "$out" "$(head -1 /etc/shadow)"
+	fi
+	# control: the same relative link does reach the host without isolation
+	cr --mode none -c 'echo pwn >> rel-link' >/dev/null 2>&1
+	[ "$(iso_hash "$ISO_CANARY")" != "$ISO_CANARY_HASH" ] ||
+		fail "control: --mode none could not write through the link; the check proves nothing"
+}
+
+test_iso_fs_proc_sys_writes_denied() {
+	iso_probe
+	local cp_h host_name out
+	cp_h=$(cat /proc/sys/kernel/core_pattern)
+	host_name=$(cat /proc/sys/kernel/hostname)
+	out=$(cr -c "echo '|/bin/false %p' > /proc/sys/kernel/core_pattern;
+		./probe open-write /proc/sys/kernel/core_pattern; ./probe open-write /proc/sysrq-trigger;
+		echo pwned > /proc/sys/kernel/hostname; ./probe open-write /proc/sys/vm/drop_caches;
+		echo 1 > /proc/sys/kernel/sysrq; ./probe open-write /sys/kernel/uevent_helper;
+		./probe open-write /proc/sys/kernel/modprobe" 2>&1)
+	assert_eq "$(cat /proc/sys/kernel/core_pattern)" "$cp_h" "host core_pattern"
+	assert_eq "$(cat /proc/sys/kernel/hostname)" "$host_name" "host hostname"
+	assert_not_contains "$out" "ok"$'\n'
+	[ "$(grep -c '^errno=' <<<"$out")" -ge 5 ] || fail "expected five denied opens: $out"
+}
+
+test_iso_fs_mknod_denied() {
+	iso_probe
+	local out
+	out=$(cr -c './probe mknod-char ./nod; ./probe mknod-char /tmp/nod; ./probe mknod-char /dev/shm/nod;
+		./probe mknod-char /dev/nod; mknod ./nod2 c 1 3; mknod ./blk b 8 0' 2>&1)
+	assert_not_contains "$out" "ok"$'\n'
+	[ "$(grep -c '^errno=' <<<"$out")" -eq 4 ] || fail "expected four denied mknods: $out"
+	local f
+	for f in nod nod2 blk; do
+		[ ! -e "$WS/$f" ] || fail "a device node $f appeared in the host workspace: $(ls -l "$WS/$f")"
+	done
+}
+
+# A setuid program (even setuid root, when the suite runs as root) gains nothing: the
+# workspace is nosuid, no_new_privs is set and the bounding set is empty.
+test_iso_fs_setuid_grants_nothing() {
+	iso_probe
+	local out
+	out=$(cr -c 'cp probe sp; ./probe chmod-setuid sp; ./sp caps; ./sp nnp; ./sp seccomp-mode;
+		grep " $PWD " /proc/self/mountinfo' 2>&1)
+	assert_contains "$out" "CapEff=0000000000000000 CapBnd=0000000000000000 CapPrm=0000000000000000 CapAmb=0000000000000000"
+	local lines
+	lines=$(grep -v '^ok$' <<<"$out")
+	assert_eq "$(sed -n 2p <<<"$lines")" 1 "NoNewPrivs after exec of a setuid file"
+	assert_eq "$(sed -n 3p <<<"$lines")" 2 "Seccomp mode after exec of a setuid file"
+	assert_contains "$(grep " $WS " <<<"$out")" nosuid
+	# host-side: the file really is setuid (so the exec above was a setuid exec)
+	[ -u "$WS/sp" ] || [ "$(grep -c '^errno=' <<<"$out")" -gt 0 ] || fail "sp is not setuid and chmod did not fail"
+}
+
+# A sandbox run by root must not leave setuid/setgid-root programs for the host: the workspace
+# is nosuid only inside the sandbox, and any host user who can reach it could run them.
+test_iso_fs_no_setuid_root_planted_on_host() {
+	local out
+	out=$(cr -c 'cp /bin/true suid; chmod 4755 suid; cp /bin/true sgid; chmod 2755 sgid;
+		cp /bin/true both; chmod 6755 both; chown 0:0 suid sgid both; ls -ln suid sgid both' 2>&1)
+	local planted
+	planted=$(find "$WS" -xdev -type f \( -perm -4000 -o -perm -2000 \) -user 0 2>/dev/null)
+	[ -z "$planted" ] || fail "setuid/setgid-root files planted in the host workspace: $(ls -l $planted | tr '\n' ';')"
+	if ! is_root; then
+		# unprivileged: nothing the sandbox makes can be owned by root
+		[ -z "$(find "$WS" -xdev -user 0 2>/dev/null)" ] || fail "root-owned files in the workspace"
+	fi
+}
+
+test_iso_fs_workspace_writable_visible_on_host() {
+	local m
+	m=$(iso_mark)
+	cr -c "echo $m > out.txt; mkdir -p sub/dir; echo deep > sub/dir/f; echo gone > tmpf; rm tmpf;
+		echo a > ren1; mv ren1 ren2" || fail "writing in the workspace failed"
+	assert_eq "$(cat "$WS/out.txt")" "$m"
+	assert_eq "$(cat "$WS/sub/dir/f")" deep
+	[ ! -e "$WS/tmpf" ] || fail "a deletion inside did not reach the host"
+	[ -f "$WS/ren2" ] && [ ! -e "$WS/ren1" ] || fail "a rename inside did not reach the host"
+	assert_eq "$(stat -c %u "$WS/out.txt")" "$(id -u)" "owner of a file written inside"
+}
+
+test_iso_fs_tmp_private() {
+	iso_canary
+	local m out
+	m=$(iso_mark)
+	out=$(cr -c "echo $m > /tmp/$m; echo $m > /dev/shm/$m; cat /tmp/$m; ls -a /tmp" 2>&1)
+	assert_contains "$out" "$m"
+	[ ! -e "/tmp/$m" ] || { rm -f "/tmp/$m"; fail "a file written to /tmp inside appeared in host /tmp"; }
+	[ ! -e "/dev/shm/$m" ] || { rm -f "/dev/shm/$m"; fail "a file written to /dev/shm inside appeared on the host"; }
+	# the host's /tmp is not what the sandbox sees
+	assert_not_contains "$out" "$(basename "$ISO_C")"
+	# and one run's /tmp is not the next one's
+	assert_eq "$(cr -c "cat /tmp/$m 2>/dev/null || echo absent")" absent
+}
+
+test_iso_fs_root_readonly() {
+	iso_probe
+	local m out
+	m=$(iso_mark)
+	out=$(cr -c "./probe open-write /$m; ./probe mkdir /$m; ./probe open-write /usr/bin/$m;
+		./probe open-write /etc/$m; ./probe mkdir /lib/$m; ./probe open-write /dev/$m;
+		./probe open-write /proc/$m" 2>&1)
+	assert_not_contains "$out" "ok"$'\n'
+	[ "$(grep -c '^errno=' <<<"$out")" -eq 7 ] || fail "expected seven denied writes: $out"
+	assert_contains "$out" "errno=EROFS"
+	local p
+	for p in /$m /usr/bin/$m /etc/$m /lib/$m /dev/$m; do
+		[ ! -e "$p" ] || { rm -rf "$p"; fail "$p appeared on the host"; }
+	done
+	assert_contains "$(cr -c 'grep " / / " /proc/self/mountinfo')" " / / ro,"
+}

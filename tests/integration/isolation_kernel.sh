@@ -1,0 +1,289 @@
+# Isolation battery, kernel surface group: the seccomp filter, capabilities, no_new_privs and
+# the terminal. Helpers: tests/integration/isolation.sh.
+
+# Run `probe ARGS` in the sandbox and require errno=EXPECT. With CONTROL=1, also run it with
+# --mode none and require a different answer there: the check is then known to be able to
+# fail (only for calls that are harmless on the host).
+iso_deny() { # EXPECT CONTROL ARGS...
+	local want=$1 control=$2 out none
+	shift 2
+	out=$(cr -- ./probe "$@" 2>&1)
+	assert_eq "$out" "errno=$want" "probe $*"
+	if [ "$control" = 1 ]; then
+		none=$(cr --mode none -- ./probe "$@" 2>&1)
+		[ "$none" != "$out" ] || fail "control: probe $* also gives '$none' with --mode none"
+	fi
+}
+
+iso_mountinfo() { sed 's/^[0-9]* [0-9]* //' /proc/self/mountinfo | sort; }
+
+test_iso_kernel_deny_ptrace() {
+	iso_probe
+	iso_deny EPERM 1 ptrace-traceme
+	# attach to a sibling inside: denied, and the sibling is not traced
+	local out
+	out=$(cr -c './probe sleep 2 & p=$!; ./probe ptrace-attach $p; grep TracerPid /proc/$p/status; kill $p')
+	assert_contains "$out" "errno=EPERM"
+	assert_contains "$out" $'TracerPid:\t0'
+}
+
+test_iso_kernel_deny_process_vm_readv() {
+	iso_probe
+	# its own pid: an unfiltered call succeeds (same process), a filtered one is EPERM
+	assert_eq "$(cr -c 'exec ./probe process-vm-readv $$')" "errno=EPERM"
+	assert_eq "$(cr --mode none -c 'exec ./probe process-vm-readv $$')" ok "control"
+}
+
+test_iso_kernel_deny_mount_family() {
+	iso_probe
+	local before after inside
+	before=$(iso_mountinfo)
+	iso_deny EPERM 0 mount-tmpfs /tmp
+	iso_deny EPERM 0 mount-tmpfs "$WS"
+	iso_deny EPERM 0 umount /proc
+	iso_deny EPERM 0 umount "$WS"
+	iso_deny EPERM 0 pivot-root
+	iso_deny EPERM 0 pivot-root "$WS" "$WS"
+	# the new mount API is in the same family
+	inside=$(cr -- /usr/bin/python3 -c '
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+for name, nr, args in (("fsopen", 430, (b"tmpfs", 0)), ("open_tree", 428, (-100, b"/tmp", 1)),
+                       ("move_mount", 429, (-1, b"", -1, b"", 0)), ("fspick", 433, (-100, b"/", 0)),
+                       ("mount_setattr", 442, (-100, b"/", 0, None, 0))):
+    r = libc.syscall(nr, *args)
+    print(name, "ok" if r >= 0 else ctypes.get_errno())
+' 2>&1)
+	assert_eq "$(grep -c ' 1$' <<<"$inside")" 5 "the new mount API (errno 1 = EPERM): $inside"
+	# inside, the mount table did not change either
+	assert_eq "$(cr -c 'wc -l < /proc/self/mountinfo; ./probe mount-tmpfs /tmp >/dev/null; ./probe umount /proc >/dev/null; wc -l < /proc/self/mountinfo' | uniq | wc -l)" 1 "sandbox mount table changed"
+	after=$(iso_mountinfo)
+	assert_eq "$after" "$before" "host mount table"
+}
+
+test_iso_kernel_deny_new_userns() {
+	iso_probe
+	iso_deny EPERM 1 unshare-user
+	iso_deny EPERM 1 clone-newuser
+	# clone3 hides its flags from BPF: it must not succeed with CLONE_NEWUSER
+	local out
+	out=$(cr -- ./probe clone3 10000000)
+	[[ $out == errno=* ]] || fail "clone3(CLONE_NEWUSER) inside the sandbox: $out"
+	assert_eq "$(cr --mode none -- ./probe clone3 10000000)" ok "control clone3"
+	# and the usual tools fail too
+	out=$(cr -c 'unshare -Ur true 2>&1 && echo UNSHARED')
+	assert_not_contains "$out" UNSHARED
+}
+
+test_iso_kernel_deny_setns() {
+	iso_probe
+	# setns(-1): filtered -> EPERM, unfiltered -> EBADF (so this tells the filter apart from
+	# the missing capability)
+	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); r = l.setns(-1, 0); print("ok" if r == 0 else ctypes.get_errno())'
+	assert_eq "$(cr -- /usr/bin/python3 -c "$prog")" 1 "setns(-1) errno"
+	assert_eq "$(cr --mode none -- /usr/bin/python3 -c "$prog")" 9 "control setns(-1) errno"
+	local out
+	out=$(cr -- ./probe setns-net)
+	[[ $out == errno=* ]] || fail "setns into pid 1's net namespace: $out"
+}
+
+test_iso_kernel_deny_kexec_and_modules() {
+	iso_probe
+	local mods
+	mods=$(cat /proc/modules 2>/dev/null | wc -l)
+	iso_deny EPERM 0 kexec-load
+	iso_deny EPERM 0 init-module
+	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long
+for name, nr in (("finit_module", 313), ("delete_module", 176), ("kexec_file_load", 320)):
+    r = l.syscall(nr, -1, 0, 0, 0, 0); print(name, ctypes.get_errno())'
+	local out
+	out=$(cr -- /usr/bin/python3 -c "$prog" 2>&1)
+	assert_eq "$(grep -c ' 1$' <<<"$out")" 3 "finit_module/delete_module/kexec_file_load: $out"
+	assert_eq "$(cat /proc/modules 2>/dev/null | wc -l)" "$mods" "host module count"
+}
+
+test_iso_kernel_deny_bpf() {
+	iso_probe
+	iso_deny EPERM 0 bpf
+	# control: unfiltered, the kernel rejects the empty map with EINVAL before any privilege
+	# check (kernels that check privilege first say EPERM, and then prove nothing here)
+	local none
+	none=$(cr --mode none -- ./probe bpf)
+	[[ $none == errno=* ]] || fail "control: bpf map create succeeded unfiltered: $none"
+}
+
+test_iso_kernel_deny_perf_event_open() {
+	iso_probe
+	iso_deny EPERM 1 perf-event-open
+}
+
+test_iso_kernel_deny_keyrings() {
+	iso_probe
+	iso_deny EPERM 1 keyctl
+	iso_deny EPERM 1 add-key
+}
+
+test_iso_kernel_deny_userfaultfd() {
+	iso_probe
+	iso_deny EPERM 1 userfaultfd
+}
+
+test_iso_kernel_deny_io_uring() {
+	iso_probe
+	iso_deny EPERM 1 io-uring-setup
+}
+
+test_iso_kernel_deny_open_by_handle_at() {
+	iso_probe
+	iso_deny EPERM 0 open-by-handle-at
+	# name_to_handle_at goes with it; unfiltered it works for anyone on most filesystems
+	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(8 + 128); ctypes.c_uint.from_buffer(buf).value = 128
+mid = ctypes.c_int(); r = l.name_to_handle_at(-100, b"/usr", buf, ctypes.byref(mid), 0)
+print("ok" if r == 0 else ctypes.get_errno())'
+	assert_eq "$(cr -- /usr/bin/python3 -c "$prog")" 1 "name_to_handle_at errno"
+	[ "$(cr --mode none -- /usr/bin/python3 -c "$prog")" != 1 ] || fail "control: name_to_handle_at EPERM unfiltered"
+}
+
+test_iso_kernel_deny_personality_flags() {
+	iso_probe
+	iso_deny EPERM 1 personality 0040000 # ADDR_NO_RANDOMIZE
+	iso_deny EPERM 1 personality 0008    # PER_LINUX32
+	iso_deny EPERM 1 personality 0400000 # READ_IMPLIES_EXEC
+	# high bits above the int the kernel reads must not smuggle a flag past the filter
+	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long
+r = l.syscall(ctypes.c_long(135), ctypes.c_ulong(0x100040000)); print("ok" if r >= 0 else ctypes.get_errno())'
+	assert_eq "$(cr -- /usr/bin/python3 -c "$prog")" 1 "personality(1<<32 | ADDR_NO_RANDOMIZE)"
+	# the query and PER_LINUX stay allowed (programs call them)
+	assert_eq "$(cr -- ./probe personality ffffffff)" ok
+	assert_eq "$(cr -- ./probe personality 0)" ok
+	# evidence inside: ASLR stays on for what runs next
+	assert_eq "$(cr -c './probe personality 0040000 >/dev/null; cat /proc/self/personality')" 00000000
+}
+
+test_iso_kernel_deny_socket_families() {
+	iso_probe
+	# netlink (route, audit...), packet, vsock, alg, key, bluetooth, can, xdp
+	local fam
+	for fam in "16 3" "16 2" "17 3" "17 2" "40 1" "38 5" "15 3" "31 1" "29 3" "44 3"; do
+		assert_eq "$(cr -- ./probe socket $fam)" errno=EAFNOSUPPORT "socket($fam)"
+	done
+	# the allowed families still work
+	assert_eq "$(cr -- ./probe socket 1 1)" ok "AF_UNIX"
+	assert_eq "$(cr -- ./probe socket 2 2)" ok "AF_INET"
+	assert_eq "$(cr -- ./probe socket 10 2)" ok "AF_INET6"
+	# a family with high bits set (truncated to netlink by the kernel) is denied too
+	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long
+out = []
+for fam in (0x100000010, 0xffffffff00000010, 0x10000000a):
+    r = l.syscall(ctypes.c_long(41), ctypes.c_ulong(fam), ctypes.c_ulong(3), ctypes.c_ulong(0))
+    out.append("ok" if r >= 0 else str(ctypes.get_errno()))
+print(" ".join(out))'
+	local hb
+	hb=$(cr -- /usr/bin/python3 -c "$prog")
+	assert_eq "${hb%% *}" 97 "socket(1<<32 | AF_NETLINK) errno (97 = EAFNOSUPPORT): $hb"
+	assert_eq "$(cut -d' ' -f2 <<<"$hb")" 97 "socket(-1<<32 | AF_NETLINK): $hb"
+	# control: netlink works unfiltered, for anyone
+	assert_eq "$(cr --mode none -- ./probe socket 16 3)" ok "control netlink"
+	assert_contains "$(cr --mode none -- /usr/bin/python3 -c "$prog")" "ok"
+}
+
+test_iso_kernel_x32_and_i386_killed() {
+	iso_probe
+	local out
+	out=$(cr -- ./probe x32-getpid)
+	[ "$out" != ok ] || fail "an x32 system call went through the filter"
+	[[ $out == signal=SIGSYS || $out == errno=* ]] || fail "x32-getpid: $out"
+	out=$(cr -- ./probe i386-getpid)
+	assert_eq "$out" signal=SIGSYS "int 0x80 must kill the caller"
+	# control: without the filter int 0x80 works where the kernel has IA32 emulation
+	local none
+	none=$(cr --mode none -- ./probe i386-getpid)
+	[ "$none" != signal=SIGSYS ] || fail "control: i386 getpid killed without the filter"
+}
+
+test_iso_kernel_caps_nnp_seccomp() {
+	iso_probe
+	local out
+	out=$(cr -c './probe caps; ./probe nnp; ./probe seccomp-mode; ./probe getuid')
+	assert_eq "$(sed -n 1p <<<"$out")" "CapEff=0000000000000000 CapBnd=0000000000000000 CapPrm=0000000000000000 CapAmb=0000000000000000 CapInh=0000000000000000"
+	assert_eq "$(sed -n 2p <<<"$out")" 1 "NoNewPrivs"
+	assert_eq "$(sed -n 3p <<<"$out")" 2 "Seccomp"
+	assert_eq "$(sed -n 4p <<<"$out")" "$(id -u)" "uid inside (mapped 1:1)"
+	# the capability-gated calls fail with the sets empty, even for uid 0 inside
+	out=$(cr -c 'hostname pwned 2>&1; ./probe unshare-net; ./probe mknod-char ./x; chown 1:1 probe 2>&1; echo done')
+	assert_contains "$out" "errno=EPERM"
+	assert_eq "$(cat /proc/sys/kernel/hostname)" "$(hostname)"
+	assert_eq "$(stat -c %u:%g "$WS/probe")" "$(id -u):$(id -g)" "chown inside changed the owner"
+	# control: the seccomp mode is 0 without the filter
+	assert_eq "$(cr --mode none -- ./probe seccomp-mode)" 0 "control seccomp mode"
+}
+
+# TIOCSTI through a terminal the sandbox was given as stdin (-i): even after making it its
+# controlling terminal, nothing the sandbox injects reaches the terminal's input queue.
+# Evidence: the host reads the pty after the run and finds nothing; a control without
+# isolation does find the injected bytes.
+iso_tiocsti_run() { # MODE -> "child: ... | host read: b'...'"
+	cat >"$WS/sti.py" <<'PY'
+import ctypes, fcntl, os, termios
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    try:
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+        print("ctty=ok", flush=True)
+    except OSError as e:
+        print("ctty=%d" % e.errno, flush=True)
+    for ch in b"IJ":
+        try:
+            fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
+            print("sti=ok", flush=True)
+        except OSError as e:
+            print("sti=%d" % e.errno, flush=True)
+    c = ctypes.c_char(b"K")
+    r = libc.syscall(ctypes.c_long(16), ctypes.c_long(0), ctypes.c_ulong(termios.TIOCSTI | (1 << 32)), ctypes.byref(c))
+    print("sti-high=%s" % ("ok" if r == 0 else ctypes.get_errno()), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+PY
+	python3 - "$CORRAL" "$WS" "$1" <<'PY'
+import os, pty, subprocess, sys, tty
+corral, ws, mode = sys.argv[1:4]
+m, s = pty.openpty()
+tty.setraw(s)
+p = subprocess.run([corral, "run", "-w", ws, "--mode", mode, "-i", "--", "/bin/sh", "-c",
+                    "./probe tiocsti; ./probe tiocsti-highbits; ./probe tioclinux; /usr/bin/python3 sti.py"],
+                   stdin=s, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
+os.set_blocking(s, False)
+os.set_blocking(m, False)
+got = b""
+for fd in (s, m):
+    try:
+        got += os.read(fd, 100)
+    except BlockingIOError:
+        pass
+print("child: " + p.stdout.decode(errors="replace").replace("\n", " ") + "| host read: " + repr(got))
+PY
+}
+
+test_iso_kernel_tiocsti_denied_under_pty() {
+	iso_probe
+	local out none
+	out=$(iso_tiocsti_run required)
+	assert_contains "$out" "| host read: b''"
+	assert_not_contains "$out" "sti=ok"
+	assert_not_contains "$out" "sti-high=ok"
+	# the probe's own calls on fd 0 (the pty) are EPERM: the filter, not ENOTTY
+	[[ $out == "child: errno=EPERM errno=EPERM errno=EPERM "* ]] || fail "probe tiocsti/tiocsti-highbits/tioclinux: $out"
+	assert_contains "$out" "sti=1"
+	assert_contains "$out" "sti-high=1"
+	# control: with --mode none the same program types into the terminal
+	if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
+		none=$(iso_tiocsti_run none)
+		assert_contains "$none" "sti=ok"
+		assert_not_contains "$none" "| host read: b''"
+	fi
+}

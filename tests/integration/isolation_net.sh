@@ -1,0 +1,142 @@
+# Isolation battery, network group: no way out but the sandbox's own loopback.
+# Helpers: tests/integration/isolation.sh.
+
+test_iso_net_egress_tcp_blocked() {
+	iso_probe
+	iso_canary
+	iso_tcp_canary "$ISO_C/tcp"
+	local port=$ISO_PORT out
+	# a second listener on every address, reached through the host's own non-loopback IPs
+	iso_listen tcp 0.0.0.0 "$ISO_C/any"
+	local any_port addrs a
+	any_port=$(cat "$ISO_C/any.port")
+	addrs=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9.]+$' | head -3)
+	out=$(cr -c "./probe connect-tcp 127.0.0.1 $port; ./probe connect-tcp ::1 $port;
+		for a in $(echo $addrs); do ./probe connect-tcp \$a $any_port; done;
+		./probe connect-tcp 127.0.0.1 $any_port" 2>&1)
+	assert_not_contains "$out" "ok"$'\n'
+	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the host's 127.0.0.1 canary"
+	assert_eq "$(iso_count "$ISO_C/any")" 0 "connections seen by the host's 0.0.0.0 canary"
+}
+
+test_iso_net_host_loopback_listeners_unreachable() {
+	iso_canary
+	iso_tcp_canary "$ISO_C/tcp"
+	# every TCP port the host listens on (any address family), plus the canary
+	local ports out
+	ports=$(ss -Hltn 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}' | sort -un | head -50 | tr '\n' ' ')
+	ports="$ports $ISO_PORT"
+	cat >"$WS/scan.py" <<'PY'
+import socket, sys
+opened = []
+for p in sys.argv[1:]:
+    for host in ("127.0.0.1", "::1"):
+        try:
+            socket.create_connection((host, int(p)), timeout=0.5).close()
+            opened.append("%s:%s" % (host, p))
+        except OSError:
+            pass
+print("open=" + ",".join(opened))
+PY
+	out=$(cr -- /usr/bin/python3 scan.py $ports 2>&1)
+	assert_eq "$out" "open=" "host listeners reached from the sandbox (ports: $ports)"
+	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the canary"
+	# control: the same scan from the host does reach at least the canary
+	cp "$WS/scan.py" "$ISO_C/scan.py"
+	assert_contains "$(python3 "$ISO_C/scan.py" "$ISO_PORT")" "127.0.0.1:$ISO_PORT"
+}
+
+test_iso_net_abstract_unix_unreachable() {
+	iso_probe
+	iso_canary
+	local name="corral-iso-abs-$RANDOM$RANDOM"
+	iso_abstract_canary "$name" "$ISO_C/abs"
+	local out
+	out=$(cr -- ./probe connect-abstract "$name")
+	[[ $out == errno=* ]] || fail "connect to the host's abstract socket: $out"
+	assert_eq "$(iso_count "$ISO_C/abs")" 0 "connections seen by the abstract canary"
+	# control: without isolation the canary counts the connection
+	assert_eq "$(cr --mode none -- ./probe connect-abstract "$name")" ok "control connect"
+	assert_eq "$(iso_count "$ISO_C/abs")" 1 "control: connection counted"
+}
+
+test_iso_net_pathname_unix_unreachable() {
+	iso_probe
+	iso_canary
+	iso_listen unix "$ISO_C/host.sock" "$ISO_C/unix"
+	local out
+	out=$(cr -c "./probe connect-unix '$ISO_C/host.sock'; /usr/bin/python3 -c \"
+import socket; s = socket.socket(socket.AF_UNIX); s.connect('$ISO_C/host.sock'); print('ok')\"" 2>&1)
+	assert_not_contains "$out" "ok"$'\n'
+	assert_eq "$(iso_count "$ISO_C/unix")" 0 "connections seen by the host's unix socket"
+	cr --mode none -- ./probe connect-unix "$ISO_C/host.sock" >/dev/null
+	assert_eq "$(iso_count "$ISO_C/unix")" 1 "control: connection counted"
+}
+
+test_iso_net_udp_egress_blocked() {
+	iso_canary
+	iso_listen udp 127.0.0.1 "$ISO_C/udp"
+	local port
+	port=$(cat "$ISO_C/udp.port")
+	cat >"$WS/send.py" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(3):
+    try:
+        s.sendto(b"x", ("127.0.0.1", int(sys.argv[1])))
+    except OSError as e:
+        print("errno", e.errno)
+print("sent")
+PY
+	cr -- /usr/bin/python3 send.py "$port" >/dev/null 2>&1
+	assert_eq "$(iso_count "$ISO_C/udp")" 0 "datagrams seen by the host's UDP canary"
+	# control: with the host's network the datagrams arrive
+	cr --net host -- /usr/bin/python3 send.py "$port" >/dev/null 2>&1
+	[ "$(iso_count "$ISO_C/udp")" -ge 1 ] || fail "control: --net host datagrams not seen"
+}
+
+# The sandbox has a loopback of its own: a server and a client inside can talk over
+# 127.0.0.1, even on a port the host is using (a different network stack).
+test_iso_net_sandbox_loopback_works() {
+	iso_probe
+	iso_canary
+	iso_tcp_canary "$ISO_C/tcp"
+	local out
+	out=$(cr -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+c = socket.create_connection(s.getsockname(), timeout=2)
+a, _ = s.accept(); c.sendall(b"ping"); print(a.recv(4).decode())
+' "$ISO_PORT" 2>&1)
+	assert_eq "$out" ping "loopback inside the sandbox (bound the host canary's port $ISO_PORT)"
+	assert_eq "$(cr -- ./probe bind-tcp 0)" ok "bind inside the sandbox"
+	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the host canary on the same port"
+}
+
+test_iso_net_only_loopback_interface() {
+	local inside host none
+	host=$(awk 'NR>2{print $1}' /proc/net/dev | sort)
+	inside=$(cr -c "awk 'NR>2{print \$1}' /proc/net/dev")
+	assert_eq "$inside" "lo:" "interfaces inside the sandbox (host has: $(echo $host))"
+	# control: without isolation the host's interfaces are there
+	none=$(cr --mode none -c "awk 'NR>2{print \$1}' /proc/net/dev" | sort)
+	assert_eq "$none" "$host" "control: --mode none sees the host's interfaces"
+}
+
+test_iso_net_host_mode_recorded_and_reaches_canary() {
+	iso_probe
+	iso_canary
+	iso_tcp_canary "$ISO_C/tcp"
+	local name="corral-iso-abs-$RANDOM$RANDOM" out
+	iso_abstract_canary "$name" "$ISO_C/abs"
+	out=$(cr --net host --json -- ./probe connect-tcp 127.0.0.1 "$ISO_PORT")
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" host
+	assert_eq "$(jget isolation.netns.applied <<<"$out")" false
+	assert_eq "$(jget stdout <<<"$out")" ok "connect with --net host"
+	assert_eq "$(iso_count "$ISO_C/tcp")" 1 "the canary saw the --net host connection"
+	# the other layers still hold: abstract unix sockets stay scoped by Landlock
+	assert_eq "$(jget isolation.landlock.applied <<<"$out")" true
+	out=$(cr --net host -- ./probe connect-abstract "$name")
+	[[ $out == errno=* ]] || fail "--net host reached the host's abstract socket: $out"
+	assert_eq "$(iso_count "$ISO_C/abs")" 0 "abstract canary with --net host"
+}

@@ -1,0 +1,112 @@
+# Isolation battery, resources group: limits hold, the host stays responsive, nothing is left.
+# Helpers: tests/integration/isolation.sh.
+
+# Does `corral check` say cgroups are available to this user? Then a run must use them.
+iso_cgroup_available() {
+	"$CORRAL" check --json | python3 -c 'import json,sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(l["name"] == "cgroup" and l["available"] for l in d["layers"]) else 1)'
+}
+
+# A uniquely named copy of the probe, so that pgrep finds exactly this test's processes.
+iso_marked_probe() { ISO_M=$(iso_mark); cp "$PROBE" "$WS/$ISO_M"; }
+
+test_iso_res_fork_bomb_pids() {
+	iso_marked_probe
+	local out start end so n
+	start=$(date +%s%N)
+	out=$(cr --json -t 20 --pids 64 -- "./$ISO_M" fork-bomb 2000)
+	end=$(date +%s%N)
+	so=$(jget stdout <<<"$out")
+	n=$(sed -nE 's/^forked=([0-9]+).*/\1/p' <<<"$so")
+	[ -n "$n" ] || fail "no fork-bomb report: $so $(jget error <<<"$out")"
+	[ "$n" -lt 64 ] || fail "forked $n processes with --pids 64"
+	assert_contains "$so" "errno=EAGAIN"
+	[ $(((end - start) / 1000000)) -lt 10000 ] || fail "the run took $(((end - start) / 1000000)) ms"
+	if [ "$(jget isolation.cgroup.applied <<<"$out")" = true ]; then
+		assert_eq "$(jget limit <<<"$out")" pids
+	elif iso_cgroup_available; then
+		fail "corral check offers cgroups but the run did not use them: $(jget isolation.cgroup.detail <<<"$out")"
+	fi
+	assert_no_survivor "$ISO_M"
+	# the host is responsive and can fork at once
+	timeout 2 sh -c 'for i in 1 2 3 4 5; do /bin/true & done; wait' || fail "the host cannot fork after the bomb"
+}
+
+test_iso_res_memory_bomb() {
+	iso_marked_probe
+	local out so
+	out=$(cr --json -t 20 --memory 64M -- "./$ISO_M" mem-hog 256)
+	so=$(jget stdout <<<"$out")
+	if [ "$(jget isolation.cgroup.applied <<<"$out")" = true ]; then
+		assert_eq "$(jget limit <<<"$out")" memory "limit ($so)"
+		assert_eq "$(jget signal <<<"$out")" 9
+		local rss
+		rss=$(jget usage.max_rss_kb <<<"$out")
+		[ "$rss" -le $((80 * 1024)) ] || fail "max_rss ${rss} KiB is past the 64M limit"
+	else
+		iso_cgroup_available && fail "corral check offers cgroups but the run did not use them"
+		# the RLIMIT_DATA fallback: the allocation fails inside, well below 256 MB
+		local mb
+		mb=$(sed -nE 's/^allocated_mb=([0-9]+).*/\1/p' <<<"$so")
+		[ -n "$mb" ] || fail "no mem-hog report: $so"
+		[ "$mb" -lt 100 ] || fail "allocated $mb MB with --memory 64M"
+		assert_contains "$so" "errno=ENOMEM"
+		assert_contains "$(jget isolation.rlimits.detail <<<"$out")" data
+	fi
+	assert_no_survivor "$ISO_M"
+}
+
+test_iso_res_tmpfs_fill() {
+	iso_marked_probe
+	local before after out so w
+	before=$(df -k --output=used /tmp | tail -1)
+	out=$(cr --json -t 20 --tmpfs-size 32M -c "./$ISO_M write-file /tmp/big 1024; ./$ISO_M write-file /dev/shm/big 1024; df -k /tmp /dev/shm")
+	after=$(df -k --output=used /tmp | tail -1)
+	so=$(jget stdout <<<"$out")
+	for w in $(sed -nE 's/^written=([0-9]+).*/\1/p' <<<"$so"); do
+		[ "$w" -le $((33 << 20)) ] || fail "wrote $w bytes into a 32M tmpfs"
+		[ "$w" -ge $((24 << 20)) ] || fail "only $w bytes fit in a 32M tmpfs"
+	done
+	[ "$(grep -c 'errno=ENOSPC' <<<"$so")" -eq 2 ] || fail "expected ENOSPC twice: $so"
+	[ $((after - before)) -lt $((16 * 1024)) ] || fail "host /tmp grew by $((after - before)) KiB"
+	assert_no_survivor "$ISO_M"
+}
+
+test_iso_res_fd_exhaustion() {
+	iso_probe
+	local out n
+	out=$(cr -t 20 --nofile 64 -- ./probe fd-hog)
+	n=$(sed -nE 's/^opened=([0-9]+).*/\1/p' <<<"$out")
+	[ -n "$n" ] || fail "no fd-hog report: $out"
+	[ "$n" -le 64 ] && [ "$n" -ge 50 ] || fail "opened $n files with --nofile 64"
+	assert_contains "$out" "errno=EMFILE"
+	# control: without --nofile the default (1024) is what stops it
+	n=$(cr -t 20 -- ./probe fd-hog | sed -nE 's/^opened=([0-9]+).*/\1/p')
+	[ "$n" -gt 64 ] || fail "control: only $n files without --nofile"
+}
+
+test_iso_res_cpu_limit() {
+	local m out start end
+	m=$(iso_mark)
+	cp /bin/sh "$WS/$m"
+	start=$(date +%s%N)
+	out=$(cr --json -t 20 --cpu 1 -- "./$m" -c 'while :; do :; done')
+	end=$(date +%s%N)
+	assert_eq "$(jget limit <<<"$out")" cpu
+	local sig
+	sig=$(jget signal <<<"$out")
+	[ "$sig" = 24 ] || [ "$sig" = 9 ] || fail "signal $sig for the CPU limit"
+	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "the CPU limit took $(((end - start) / 1000000)) ms"
+	assert_no_survivor "$m"
+}
+
+test_iso_res_fsize_limit() {
+	iso_probe
+	local out sz
+	out=$(cr --json -t 20 --fsize 1M -- ./probe write-file big 10)
+	assert_eq "$(jget limit <<<"$out")" fsize
+	assert_eq "$(jget signal <<<"$out")" 25
+	sz=$(stat -c %s "$WS/big")
+	[ "$sz" -le $((1 << 20)) ] || fail "the file grew to $sz bytes past the 1M limit"
+}

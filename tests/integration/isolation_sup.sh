@@ -1,0 +1,111 @@
+# Isolation battery, supervisor group: the supervisor outlives and outranks its sandbox, and
+# nothing of the sandbox outlives the supervisor. Helpers: tests/integration/isolation.sh.
+
+# SIGKILL of corral mid-run (no chance to clean up): the sandbox dies with it.
+iso_sigkill_supervisor() { # PREFIX... (e.g. "$NOLAYER userns --" and "--mode auto" via ISO_ARGS)
+	local m=$1
+	shift
+	cp /bin/sleep "$WS/$m"
+	"$@" "$CORRAL" run -w "$WS" ${ISO_ARGS:-} -- sh -c "./$m 1000 & ./$m 1001 & (setsid ./$m 1002 &); exec ./$m 1003" >/dev/null 2>&1 &
+	local cp=$!
+	iso_defer "pkill -9 -f $m"
+	local i
+	for i in $(seq 1 50); do
+		[ "$(pgrep -fc -- "^\./$m 100")" -ge 4 ] && break
+		sleep 0.05
+	done
+	[ "$(pgrep -fc -- "^\./$m 100")" -ge 4 ] || fail "the sandbox did not start its four sleepers"
+	kill -9 "$cp"
+	wait "$cp" 2>/dev/null
+	assert_no_survivor "$m"
+}
+
+test_iso_sup_sigkill_supervisor_leaves_nothing() {
+	iso_sigkill_supervisor "$(iso_mark)"
+}
+
+test_iso_sup_timeout_kills_daemons() {
+	local m start end
+	m=$(iso_mark)
+	cp /bin/sleep "$WS/$m"
+	start=$(date +%s%N)
+	cr -t 0.5 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); (./$m 302 &) ; nohup ./$m 303 >/dev/null 2>&1 & exec ./$m 304" >/dev/null 2>&1
+	assert_eq $? 124 "exit status on timeout"
+	end=$(date +%s%N)
+	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
+	assert_no_survivor "$m"
+}
+
+test_iso_sup_grandchild_holding_stdout() {
+	local m start end out
+	m=$(iso_mark)
+	cp /bin/sleep "$WS/$m"
+	start=$(date +%s%N)
+	out=$(cr -t 20 -c "(./$m 60 &); (setsid ./$m 61 >&2 &); echo main-done")
+	assert_eq $? 0
+	end=$(date +%s%N)
+	assert_eq "$out" main-done
+	[ $(((end - start) / 1000000)) -lt 3000 ] || fail "the run waited $(((end - start) / 1000000)) ms for the grandchild"
+	assert_no_survivor "$m"
+}
+
+# The sandbox tries to kill, trace and read its supervisor (its host pid passed in as $SUP)
+# and to change its limits; the supervisor survives untraced, unchanged, and reports.
+iso_attack_supervisor() { # RUN-ARGS... (ISO_PRE may wrap corral)
+	iso_probe
+	local out="$WS/.result.json"
+	cat >"$WS/attack.sh" <<'SH'
+./probe kill $SUP 9; ./probe kill $SUP 15; ./probe kill $SUP 19; ./probe ptrace-attach $SUP
+./probe process-vm-readv $SUP; ./probe open-read /proc/$SUP/environ; ./probe open-read /proc/$SUP/mem
+/usr/bin/python3 -c '
+import os, resource
+try:
+    resource.prlimit(int(os.environ["SUP"]), resource.RLIMIT_NOFILE, (7, 7)); print("ok")
+except OSError as e:
+    print("errno=%d" % e.errno)
+'
+./probe sleep 0.6
+SH
+	# the supervisor inherits this shell's limits (corral sets none of its own)
+	local limits_before
+	limits_before=$(grep 'open files' /proc/self/limits)
+	iso_bg_corral "$out" "$@" sh attack.sh
+	sleep 0.3
+	# mid-run: alive, not stopped, not traced, limits unchanged
+	kill -0 "$ISO_SUP" || fail "the supervisor died during the attack"
+	assert_eq "$(awk '/^TracerPid/{print $2}' "/proc/$ISO_SUP/status")" 0 "supervisor TracerPid"
+	assert_not_contains "$(awk '/^State/{print $2}' "/proc/$ISO_SUP/status")" T
+	local lim_now
+	lim_now=$(grep 'open files' "/proc/$ISO_SUP/limits")
+	iso_wait_pid "$ISO_SUP" 100 || fail "the supervisor did not finish"
+	wait "$ISO_SUP" 2>/dev/null
+	assert_eq "$lim_now" "$limits_before" "the supervisor's open-files limit was changed from inside"
+	local so
+	so=$(jget stdout <"$out") || fail "no JSON result from the supervisor: $(cat "$out.err")"
+	assert_eq "$(jget exit_code <"$out")" 0 "the sandbox's exit status as reported"
+	# every attack line failed (the last line is the sleep's ok)
+	local bad
+	bad=$(head -n -1 <<<"$so" | grep -v '^errno=' || true)
+	[ -z "$bad" ] || fail "attacks on the supervisor that succeeded: $(tr '\n' ' ' <<<"$so")"
+}
+
+test_iso_sup_sandbox_cannot_attack_supervisor() {
+	iso_attack_supervisor
+}
+
+# A host process of the same user: the sandbox cannot signal it (it cannot even see it).
+test_iso_sup_sandbox_cannot_signal_host_process() {
+	iso_probe
+	iso_canary
+	local m out
+	m=$(iso_mark)
+	iso_host_sleeper "$m" 30
+	out=$(cr -c "./probe kill $ISO_HOST_PID 9; ./probe kill $ISO_HOST_PID 19")
+	assert_eq "$(grep -c '^errno=' <<<"$out")" 2 "kill of a host pid: $out"
+	sleep 0.1
+	kill -0 "$ISO_HOST_PID" || fail "the host process was killed from the sandbox"
+	assert_not_contains "$(awk '/^State/{print $2}' "/proc/$ISO_HOST_PID/status")" T
+	# control: without isolation the same kill works
+	assert_eq "$(cr --mode none -- ./probe kill "$ISO_HOST_PID" 9)" ok "control kill"
+	iso_wait_pid "$ISO_HOST_PID" 20 || fail "control: the host process survived SIGKILL"
+}
