@@ -66,6 +66,8 @@ static json_t *mounts_json(const struct launch *L)
 		json_t *m = json_object();
 		json_object_set_new(m, "type", json_string(op_kind_name(op->kind)));
 		json_object_set_new(m, "target", json_string(op->dst));
+		if (op->optional)
+			json_object_set_new(m, "optional", json_true());
 		if (op->src)
 			json_object_set_new(m, op->kind == MOP_SYMLINK ? "link" : "source",
 			                    json_string(op->src));
@@ -318,7 +320,7 @@ static void query_path(const struct corral_config *cfg, bool write, const char *
 	}
 	static const char *const private[] = {"/tmp", "/dev/shm"};
 	bool ws = path_within(path, cfg->workspace);
-	if (!(ws && !path_within(cfg->workspace, "/tmp")))
+	if (!ws) /* the workspace is bound at its own path, even under /tmp */
 		for (size_t i = 0; i < ARRAY_SIZE(private); i++)
 			if (path_within(path, private[i])) {
 				a->allowed = true;

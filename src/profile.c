@@ -830,24 +830,28 @@ struct limit_spec {
 	enum { L_SIZE, L_COUNT, L_SECONDS, L_DURATION } kind;
 	int which; /* CORRAL_LIMIT_*, or -1 for timeout, kill_after and output */
 	uint64_t min, max;
+	bool zero_ok;      /* 0 is accepted below min: "no limit" (or "no timeout") */
 	const char *range; /* for messages */
 };
 
 /* The same ranges as corral_config_set_limit(), _set_timeout_ms() and _set_output_cap() in
- * config.c; 0 means "no limit" where the configuration accepts it. */
+ * config.c. 0 means "no limit" where the sandbox treats it so; not for tmpfs, where the plan
+ * turns 0 into its 256 MiB default, nor for output. */
 static const struct limit_spec limit_specs[] = {
-    {"timeout", L_DURATION, -1, 0, 366ULL * 86400 * 1000, "at most 366 days (0 for no timeout)"},
-    {"kill_after", L_DURATION, -1, 0, 3600000, "at most 1 hour"},
-    {"memory", L_SIZE, CORRAL_LIMIT_MEMORY, 1u << 20, 1ULL << 50,
+    {"timeout", L_DURATION, -1, 0, 366ULL * 86400 * 1000, true,
+     "at most 366 days (0 for no timeout)"},
+    {"kill_after", L_DURATION, -1, 0, 3600000, true, "at most 1 hour"},
+    {"memory", L_SIZE, CORRAL_LIMIT_MEMORY, 1u << 20, 1ULL << 50, true,
      "from 1 MiB to 1 PiB (0 for no limit)"},
-    {"cpu", L_SECONDS, CORRAL_LIMIT_CPU_S, 1, 366ULL * 86400,
+    {"cpu", L_SECONDS, CORRAL_LIMIT_CPU_S, 1, 366ULL * 86400, true,
      "from 1 second to 366 days (0 for no limit)"},
-    {"pids", L_COUNT, CORRAL_LIMIT_PIDS, 1, 4194304, "from 1 to 4194304 (0 for no limit)"},
-    {"nofile", L_COUNT, CORRAL_LIMIT_NOFILE, 16, 1u << 20, "from 16 to 1048576 (0 for no limit)"},
-    {"fsize", L_SIZE, CORRAL_LIMIT_FSIZE, 1, 1ULL << 60, "from 1 byte to 1 EiB (0 for no limit)"},
-    {"tmpfs", L_SIZE, CORRAL_LIMIT_TMPFS, 1u << 20, 1ULL << 50,
-     "from 1 MiB to 1 PiB (0 for no limit)"},
-    {"output", L_SIZE, -1, 64, 1u << 30, "from 64 bytes to 1 GiB"},
+    {"pids", L_COUNT, CORRAL_LIMIT_PIDS, 1, 4194304, true, "from 1 to 4194304 (0 for no limit)"},
+    {"nofile", L_COUNT, CORRAL_LIMIT_NOFILE, 16, 1u << 20, true,
+     "from 16 to 1048576 (0 for no limit)"},
+    {"fsize", L_SIZE, CORRAL_LIMIT_FSIZE, 1, 1ULL << 60, true,
+     "from 1 byte to 1 EiB (0 for no limit)"},
+    {"tmpfs", L_SIZE, CORRAL_LIMIT_TMPFS, 1u << 20, 1ULL << 50, false, "from 1 MiB to 1 PiB"},
+    {"output", L_SIZE, -1, 64, 1u << 30, false, "from 64 bytes to 1 GiB"},
 };
 
 static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
@@ -891,8 +895,7 @@ static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
 	} else if (!json_whole(v, &val)) {
 		return expected(c, at, v, what[ls->kind]);
 	}
-	bool zero_ok = ls->min == 0 || ls->which >= 0;
-	if (val > ls->max || (val < ls->min && !(val == 0 && zero_ok))) {
+	if (val > ls->max || (val < ls->min && !(val == 0 && ls->zero_ok))) {
 		describe(v, got, sizeof(got));
 		return perr(c, at, false, true, "expected %s %s, got %s",
 		            ls->kind == L_SIZE       ? "a size"

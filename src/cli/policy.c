@@ -266,12 +266,18 @@ int cmd_policy(int argc, char **argv)
 		v[1] = "--dry-run";
 		for (int i = 2; i < argc; i++)
 			v[i] = argv[i];
-		int has_cmd = 0;
+		int has_sep = 0;
 		for (int i = 2; i < argc; i++)
-			has_cmd |= !strcmp(argv[i], "--") || argv[i][0] != '-';
+			has_sep |= !strcmp(argv[i], "--");
 		int n = argc;
-		if (!has_cmd) /* explain the policy alone: any harmless command will do */
+		if (!has_sep) { /* explain the policy alone: any harmless command will do */
+			v = realloc(v, ((size_t)argc + 3) * sizeof(char *));
+			if (!v)
+				return EXIT_CORRAL_FAILED;
+			v[n++] = "--";
 			v[n++] = "true";
+			v[n] = NULL;
+		}
 		int r = cmd_run(n, v);
 		free(v);
 		return r;

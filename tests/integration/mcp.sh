@@ -322,8 +322,8 @@ def wait_for(cond, secs):
     return False
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "1"]))
 s.initialize()
-run = s.call_async("run_command", {"command": "exec -a %s-run sleep 300" % mark}, id="c1")
-queued = s.call_async("run_command", {"command": "exec -a %s-queued sleep 300" % mark}, id=2)
+run = s.call_async("run_command", {"argv": ["bash", "-c", "exec -a %s-run sleep 300" % mark]}, id="c1")
+queued = s.call_async("run_command", {"argv": ["bash", "-c", "exec -a %s-queued sleep 300" % mark]}, id=2)
 assert wait_for(lambda: alive(mark + "-run"), 10), "the command never started"
 # a queued call is dropped without ever starting
 s.notify("notifications/cancelled", {"requestId": 2, "reason": "test"})
@@ -507,7 +507,7 @@ def alive():
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "3"]))
 s.initialize()
 for i in range(5):   # three running, two queued
-    s.call_async("run_command", {"command": "exec -a %s-%d sleep 300" % (mark, i)})
+    s.call_async("run_command", {"argv": ["bash", "-c", "exec -a %s-%d sleep 300" % (mark, i)]})
 end = time.monotonic() + 10
 while time.monotonic() < end and int(subprocess.run(["sh", "-c", "pgrep -f %s | wc -l" % mark],
                                    capture_output=True, text=True).stdout) < 3:

@@ -189,9 +189,9 @@ static void test_full(void)
 	                                             !p.env_deny_set && p.n_env_deny == 1);
 	profile_free(&p);
 	CHECK("profile sizes as whole numbers, 0 = no limit",
-	      parses("{\"limits\": {\"memory\": 1e9, \"tmpfs\": 0, \"timeout\": 0, \"cpu\": 5}}",
+	      parses("{\"limits\": {\"memory\": 1e9, \"fsize\": 0, \"timeout\": 0, \"cpu\": 5}}",
 	             &p) &&
-	          p.limits[CORRAL_LIMIT_MEMORY] == 1000000000 && p.limit_set[CORRAL_LIMIT_TMPFS] &&
+	          p.limits[CORRAL_LIMIT_MEMORY] == 1000000000 && p.limit_set[CORRAL_LIMIT_FSIZE] &&
 	          p.timeout_set && p.timeout_ms == 0 && p.limits[CORRAL_LIMIT_CPU_S] == 5);
 	profile_free(&p);
 	CHECK("profile escaped keys and values", parses("{\"mo\\u0064e\": \"n\\u006fne\", \"env\": "
@@ -280,6 +280,9 @@ static void test_errors(void)
 	CHECK("profile err nofile below minimum",
 	      fails("{\"limits\": {\"nofile\": 8}}",
 	            "p.json:1:23: limits.nofile: expected a number from 16 to 1048576", NULL));
+	CHECK("profile err tmpfs 0 (would mean the default, not no limit)",
+	      fails("{\"limits\": {\"tmpfs\": 0}}",
+	            "p.json:1:22: limits.tmpfs: expected a size from 1 MiB to 1 PiB, got 0", NULL));
 	CHECK("profile err output 0", fails("{\"limits\": {\"output\": 0}}",
 	                                    "p.json:1:23: limits.output: expected a size from 64 "
 	                                    "bytes to 1 GiB, got 0",
