@@ -1,7 +1,7 @@
 # corral — GNU Make build. `make` builds corral, libcorral.a and libcorral.so;
 # `make check` runs the whole suite; `make check-asan` the same under ASan+UBSan.
 CC ?= cc
-PKGS := libseccomp jansson
+PKGS := libseccomp jansson sqlite3 nettle
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 BUILD ?= build

@@ -37,6 +37,7 @@ def percentile(xs, p):
 def write_result(name, data):
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, name + ".json")
+    data = dict(data, measured_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
     with open(path, "w") as f:
         json.dump(data, f, indent=2, sort_keys=True)
         f.write("\n")

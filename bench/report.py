@@ -69,8 +69,11 @@ def versions():
     dirty = sh("git status --porcelain -- src include Makefile | head -1")
     tree = f"git {rev}" + (" with uncommitted changes in src/ or include/"
                            if dirty and dirty != "(no output)" else "")
+    src = os.environ.get("CORRAL_SOURCE", CORRAL)
     return [
-        ("corral", f"{sh(shlex.quote(CORRAL) + ' version')} ({tree})"),
+        ("corral", f"{sh(shlex.quote(CORRAL) + ' version')} ({tree}; `corral` below is a copy "
+                   f"of {os.path.relpath(src, ROOT) if src.startswith(ROOT) else src} taken "
+                   "at the start of the run)"),
         ("bubblewrap", sh("bwrap --version")),
         ("firejail", sh("firejail --version")),
         ("srt", srt),
@@ -82,6 +85,23 @@ def versions():
         ("gnuplot", sh("gnuplot --version")),
         ("python3", platform.python_version()),
     ]
+
+
+def measured(out, res, part):
+    d = ((read_result("env") or {}).get("during") or {}).get(part)
+    extra = ""
+    if d:
+        extra = (f" Other work took {d['others_cpu_pct']:.0f}% of the CPUs meanwhile "
+                 f"({d['seconds']:.0f} s; machine busy time less this part's own).")
+        if d["others_cpu_pct"] > 15:
+            extra += (" **Noisy: the machine was shared with other work while this part ran "
+                      "(after the retries); treat these numbers as upper bounds.**")
+    out.append(f"Measured {res.get('measured_at', '?')}.{extra}\n")
+
+
+def show(cmd):
+    """A command as the reader would type it: the copy under test shown as `corral`."""
+    return cmd.replace(CORRAL, "corral") if CORRAL else cmd
 
 
 def ms(s):
@@ -142,6 +162,7 @@ def section_launch(out, launch, targets):
     if not launch:
         out.append("Not run.\n")
         return
+    measured(out, launch, "launch")
     out.append("All tools in one hyperfine run (`-N`: no intermediate shell), in the "
                "workspace directory. Median of the per-run wall times that hyperfine "
                "exported; the ratio is to bwrap's median in the same run.\n")
@@ -164,7 +185,8 @@ def section_launch(out, launch, targets):
     ws = launch.get("workspace")
     for r in launch["rows"]:
         out.append(f"# {r['key']}")
-        out.append(r["command"].replace(ws, "$WS") if ws else r["command"])
+        cmd = show(r["command"])
+        out.append(cmd.replace(ws, "$WS") if ws else cmd)
     out.append("```\n")
     out.append(f"hyperfine options: `{_hf_opts(launch['hyperfine_command'])}`.\n")
     c = next((r for r in launch["rows"] if r["key"] == "corral"), None)
@@ -196,6 +218,7 @@ def section_server(out, server, targets):
     if not server:
         out.append("Not run.\n")
         return
+    measured(out, server, "server")
     n = server["n_calls"]
     out.append(f"{n} calls per row, after a warm-up, from one Python client "
                "(bench/server.py) that keeps *concurrency* calls in flight with that many "
@@ -223,7 +246,7 @@ def section_server(out, server, targets):
         targets.append(("Server p50 ≤ 1.5× bare fork+exec", "not measured (no `corral mcp`)",
                         "–"))
         return
-    out.append(f"Server command: `{server.get('server_command')}`, driven as JSON-RPC lines: "
+    out.append(f"Server command: `{show(server.get('server_command') or '')}`, driven as JSON-RPC lines: "
                "`initialize`, `notifications/initialized`, `tools/list`, then "
                "`tools/call {\"name\": \"run_command\", \"arguments\": {\"argv\": "
                "[\"/bin/true\"]}}`.\n")
@@ -251,7 +274,7 @@ def section_memory(out, server, mem, targets):
     if m and "sandboxes_running" in m:
         if server.get("override"):
             out.append(f"> **Harness self-test only** (`{server['override']}`).\n")
-        out.append(f"Server: `{m['server_command']}`. Its RSS after a warm-up and with "
+        out.append(f"Server: `{show(m['server_command'])}`. Its RSS after a warm-up and with "
                    f"{m['sandboxes_running']} sandboxes running (each a `tools/call` of "
                    "`sleep 30` in flight):\n")
         out.append("| | before | with sandboxes | per sandbox |")
@@ -268,6 +291,9 @@ def section_memory(out, server, mem, targets):
         targets.append(("Supervisor memory ≤ 0.5 MB per running sandbox (server RSS delta)",
                         kb(m["server_rss_per_sandbox_kb"]),
                         verdict(m["server_rss_per_sandbox_kb"] <= T_MEM_KB)))
+        both = m["server_rss_per_sandbox_kb"] + (m["helper_pss_per_sandbox_kb"] or 0)
+        targets.append(("… counting the sandbox's init too (server RSS delta + init PSS)",
+                        kb(both), verdict(both <= T_MEM_KB)))
     else:
         why = (server or {}).get("memory_skipped", "not run")
         out.append(f"**Not measured.** {why}.\n")
@@ -277,6 +303,7 @@ def section_memory(out, server, mem, targets):
     if not mem:
         out.append("Not run.\n")
         return
+    measured(out, mem, "memory")
     out.append(f"{mem['n']} concurrent `corral run -- sleep 30`, then {mem['n']} concurrent "
                "`bwrap … sleep 30` with the launch benchmark's binds. Per sandbox (sum over "
                "the processes ÷ sandboxes). corral: the supervisor is the `corral run` "
@@ -310,6 +337,7 @@ def section_flood(out, flood, targets):
     if not flood:
         out.append("Not run.\n")
         return
+    measured(out, flood, "flood")
     out.append(f"Median of {flood['reps']} runs after one discarded warm-up; throughput is "
                "bytes ÷ median wall time, in GB/s (10⁹ bytes/s). corral keeps the head and tail of each "
                "stream (`--max-output`, 1 MiB by default) and counts every byte; the JSON "
@@ -326,7 +354,7 @@ def section_flood(out, flood, targets):
         counted = ", ".join(str(x) for x in counted if x is not None) or "–"
         tp = f"{r['gb_per_s']:.2f} GB/s" if r.get("gb_per_s") else "–"
         hwm = kb(r["vmhwm_kb_max"]) if r["label"].startswith("corral") else "–"
-        cmd = r["command"].replace("|", "\\|")
+        cmd = show(r["command"]).replace("|", "\\|")
         out.append(f"| `{cmd}` | {r['bytes']} | {ms(r['median_wall_s'])} | {tp} | "
                    f"{hwm} | {kb(r['ru_maxrss_kb_max'])} | {counted} |")
     out.append("")

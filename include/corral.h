@@ -139,9 +139,24 @@ CORRAL_API int corral_config_set_mode(corral_config *cfg, enum corral_mode mode,
 CORRAL_API int corral_config_set_net(corral_config *cfg, enum corral_net net,
                                      struct corral_error *err);
 
-/* Output streaming: called from corral_run()/corral_run_step() for each chunk read from the
- * command, before capping (so a streaming consumer sees every byte). stream is 1 (stdout) or
- * 2 (stderr). The buffer is borrowed for the call only. */
+/* Secret redaction over stdout and stderr, before anything is captured, streamed or returned:
+ * the values of environment variables the policy withheld, common token formats (AWS, PEM
+ * private keys, GitHub, GitLab, Slack, OpenAI, Anthropic, Stripe, JWT, URL credentials) and
+ * the strings added here. */
+enum corral_redaction {
+	CORRAL_REDACT_ON = 0,   /* replace secrets with [REDACTED:<kind>] (the default) */
+	CORRAL_REDACT_FLAG = 1, /* leave the output, count and report what was found */
+	CORRAL_REDACT_OFF = 2,
+};
+CORRAL_API int corral_config_set_redaction(corral_config *cfg, enum corral_redaction mode,
+                                           struct corral_error *err);
+/* An extra exact string to redact (at least 4 bytes). Copies. */
+CORRAL_API int corral_config_add_redaction(corral_config *cfg, const char *secret,
+                                           struct corral_error *err);
+
+/* Output streaming: called from corral_run()/corral_proc_step() for each chunk read from the
+ * command, after redaction and before capping (so a streaming consumer sees every byte).
+ * stream is 1 (stdout) or 2 (stderr). The buffer is borrowed for the call only. */
 typedef void (*corral_output_cb)(void *userdata, int stream, const char *buf, size_t len);
 CORRAL_API void corral_config_set_output_cb(corral_config *cfg, corral_output_cb cb,
                                             void *userdata);
@@ -220,6 +235,17 @@ struct corral_layer {
 	const char *detail;  /* e.g. "abi 7", "v1 memory,pids", "host network", or why skipped */
 };
 
+/* A denial report: something the sandbox stopped, and what to do instead. */
+struct corral_violation {
+	const char *kind;   /* "fs_read", "fs_write", "exec", "network", "syscall", "limit",
+	                       "timeout" or "policy" */
+	const char *object; /* the path, command, host, system call or limit concerned */
+	const char *rule;   /* the rule or layer that decided */
+	const char *hint;   /* one sentence for a model: what was blocked, what to do instead */
+	int inferred;       /* 1: matched from the command's error output against the policy;
+	                       0: observed directly (preflight, limit, OOM, timeout) */
+};
+
 struct corral_result {
 	char id[37];              /* a random UUID for this run */
 	char **argv;              /* the command as run (NULL-terminated) */
@@ -243,7 +269,15 @@ struct corral_result {
 	struct corral_layer *layers;
 	size_t n_layers;
 	struct corral_error error;/* code != 0 when the sandbox could not be set up */
+	struct corral_violation *violations;
+	size_t n_violations;
+	uint64_t redactions;      /* secrets redacted (or flagged) in stdout and stderr */
+	uint64_t redactions_by_kind[16]; /* indexed like corral_redaction_kind_name() */
+	const char *redaction_mode; /* "redact", "flag" or "off" */
 };
+
+/* Name of a redaction kind index (0..15), or NULL past the last one. */
+CORRAL_API const char *corral_redaction_kind_name(unsigned i);
 
 CORRAL_API void corral_result_free(struct corral_result *res);
 

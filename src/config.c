@@ -89,6 +89,7 @@ static void policy_fields_free(corral_config *cfg)
 	strvn_free(cfg->protected_paths, cfg->n_protected);
 	strvn_free(cfg->env_allow, cfg->n_env_allow);
 	strvn_free(cfg->env_deny, cfg->n_env_deny);
+	strvn_free(cfg->redact_strings, cfg->n_redact_strings);
 	rules_free(cfg->cmd_allow, cfg->n_cmd_allow);
 	rules_free(cfg->cmd_deny, cfg->n_cmd_deny);
 }
@@ -136,12 +137,14 @@ static int policy_fields_dup(corral_config *d, const corral_config *src)
 	d->protected_paths = strvn_dup(src->protected_paths, src->n_protected);
 	d->env_allow = strvn_dup(src->env_allow, src->n_env_allow);
 	d->env_deny = strvn_dup(src->env_deny, src->n_env_deny);
+	d->redact_strings = strvn_dup(src->redact_strings, src->n_redact_strings);
 	d->cmd_allow = rules_dup(src->cmd_allow, src->n_cmd_allow);
 	d->cmd_deny = rules_dup(src->cmd_deny, src->n_cmd_deny);
 	if ((src->profile_name && !d->profile_name) || (src->n_read && !d->fs_read) ||
 	    (src->n_write && !d->fs_write) || (src->n_deny && !d->fs_deny) ||
 	    (src->n_protected && !d->protected_paths) || (src->n_env_allow && !d->env_allow) ||
 	    (src->n_env_deny && !d->env_deny) || (src->n_cmd_allow && !d->cmd_allow) ||
+	    (src->n_redact_strings && !d->redact_strings) ||
 	    (src->n_cmd_deny && !d->cmd_deny)) {
 		/* leave d freeable: count only what was copied */
 		if (!d->fs_read)
@@ -156,6 +159,8 @@ static int policy_fields_dup(corral_config *d, const corral_config *src)
 			d->n_env_allow = 0;
 		if (!d->env_deny)
 			d->n_env_deny = 0;
+		if (!d->redact_strings)
+			d->n_redact_strings = 0;
 		if (!d->cmd_allow)
 			d->n_cmd_allow = 0;
 		if (!d->cmd_deny)
@@ -466,4 +471,29 @@ struct corral_config *config_dup(const struct corral_config *src)
 fail:
 	corral_config_free(d);
 	return NULL;
+}
+
+int corral_config_set_redaction(corral_config *cfg, enum corral_redaction mode,
+                                struct corral_error *err)
+{
+	if (mode != CORRAL_REDACT_ON && mode != CORRAL_REDACT_FLAG && mode != CORRAL_REDACT_OFF)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "redact",
+		                        "redact: %d is not one of redact, flag, off", (int)mode);
+	cfg->redact_mode = (int)mode;
+	return 0;
+}
+
+int corral_config_add_redaction(corral_config *cfg, const char *secret, struct corral_error *err)
+{
+	if (!secret || strlen(secret) < 4 || strlen(secret) > 4096)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "redact",
+		                        "redact: a string to redact must have 4 to 4096 bytes");
+	char **g = realloc(cfg->redact_strings, (cfg->n_redact_strings + 2) * sizeof(char *));
+	if (!g)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "redact", "out of memory");
+	cfg->redact_strings = g;
+	if (!(g[cfg->n_redact_strings] = strdup(secret)))
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "redact", "out of memory");
+	g[++cfg->n_redact_strings] = NULL;
+	return 0;
 }

@@ -47,6 +47,9 @@ struct corral_config {
 	bool cmd_allow_set;
 	bool protected_set;      /* protected_paths replaces the default list */
 	bool env_deny_replaced;  /* env_deny replaces the default deny globs */
+	int redact_mode;         /* enum corral_redaction */
+	char **redact_strings;
+	size_t n_redact_strings;
 	/* Test hook: layers to pretend are unavailable (bit per enum layer_id). Set only through
 	 * the CORRAL_TEST_DISABLE environment variable of the supervisor, see launch.c. */
 };
@@ -98,6 +101,14 @@ struct corral_result *result_new(void);
 void result_uuid(char out[37]);
 int result_add_layer(struct corral_result *res, const char *name, int applied,
                      const char *detail);
+
+/* ---- violations.c ---------------------------------------------------------------------- */
+
+int result_add_violation(struct corral_result *res, const char *kind, const char *object,
+                         const char *rule, const char *hint, int inferred);
+void result_free_violations(struct corral_result *res);
+/* Fill res->violations from the evidence and, for failed runs, from the error output. */
+void violations_collect(const struct corral_config *cfg, struct corral_result *res);
 
 /* ---- launch.c -------------------------------------------------------------------------- */
 

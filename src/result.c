@@ -1,5 +1,6 @@
 /* The result of a run and its JSON encoding (schema: docs/result.schema.json). */
 #include "internal.h"
+#include "redact.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -80,6 +81,7 @@ void corral_result_free(struct corral_result *res)
 		free((char *)res->layers[i].detail);
 	}
 	free(res->layers);
+	result_free_violations(res);
 	free(res);
 }
 
@@ -203,6 +205,29 @@ static json_t *result_json(const struct corral_result *res)
 		json_object_set_new(iso, res->layers[i].name, l);
 	}
 	json_object_set_new(o, "isolation", iso);
+	json_t *viol = json_array();
+	for (size_t i = 0; i < res->n_violations; i++) {
+		const struct corral_violation *v = &res->violations[i];
+		json_t *j = json_object();
+		json_object_set_new(j, "kind", json_string(v->kind));
+		json_object_set_new(j, "object", json_bytes(v->object, strlen(v->object)));
+		json_object_set_new(j, "rule", json_bytes(v->rule, strlen(v->rule)));
+		json_object_set_new(j, "hint", json_bytes(v->hint, strlen(v->hint)));
+		json_object_set_new(j, "inferred", json_boolean(v->inferred));
+		json_array_append_new(viol, j);
+	}
+	json_object_set_new(o, "violations", viol);
+	json_t *red = json_object();
+	json_object_set_new(red, "mode", json_string(res->redaction_mode ? res->redaction_mode
+	                                                                 : "redact"));
+	json_object_set_new(red, "count", json_integer((json_int_t)res->redactions));
+	json_t *kinds = json_object();
+	for (unsigned i = 0; i < 16; i++)
+		if (res->redactions_by_kind[i] && corral_redaction_kind_name(i))
+			json_object_set_new(kinds, corral_redaction_kind_name(i),
+			                    json_integer((json_int_t)res->redactions_by_kind[i]));
+	json_object_set_new(red, "kinds", kinds);
+	json_object_set_new(o, "redactions", red);
 	if (res->error.code) {
 		json_t *e = json_object();
 		json_object_set_new(e, "code", json_integer(res->error.code));
@@ -228,4 +253,9 @@ int corral_result_to_json(const struct corral_result *res, char **out, struct co
 	if (!*out)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
 	return 0;
+}
+
+const char *corral_redaction_kind_name(unsigned i)
+{
+	return i < RK__COUNT ? redact_kind_name((enum redact_kind)i) : NULL;
 }

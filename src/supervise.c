@@ -2,6 +2,7 @@
  * report pipe and one timerfd for every deadline (timeout, kill grace, output drain).
  * corral_run() is corral_spawn() plus corral_proc_step() until done. */
 #include "launch.h"
+#include "redact.h"
 
 #include <fcntl.h>
 #include <ftw.h>
@@ -40,6 +41,13 @@ struct corral_proc {
 	int init_status;
 	struct rusage init_ru;
 	char *chunk;
+	/* redaction sits between the pipes and everything else (callback, capture) */
+	struct redactor *red;
+	struct redact_stream *rs[2];
+	struct sink {
+		struct corral_proc *p;
+		int stream;
+	} sink[2];
 };
 
 static uint64_t now_ms(void)
@@ -122,11 +130,70 @@ static void begin_stop(corral_proc *p, uint64_t grace_ms)
 	p->dl_kill = now_ms() + grace_ms;
 }
 
+/* Redacted bytes: to the caller's callback and into the capture. */
+static void emit(void *ud, const char *buf, size_t n)
+{
+	struct sink *k = ud;
+	corral_proc *p = k->p;
+	if (p->cfg->out_cb)
+		p->cfg->out_cb(p->cfg->out_ud, k->stream, buf, n);
+	capture_feed(&p->cap[k->stream - 1], buf, n);
+}
+
 static void feed(corral_proc *p, int stream, const char *buf, size_t n)
 {
-	if (p->cfg->out_cb)
-		p->cfg->out_cb(p->cfg->out_ud, stream, buf, n);
-	capture_feed(&p->cap[stream - 1], buf, n);
+	if (p->rs[stream - 1])
+		redact_stream_feed(p->rs[stream - 1], buf, n);
+	else
+		emit(&p->sink[stream - 1], buf, n);
+}
+
+/* End of a stream: release what redaction held back (once). */
+static void stream_end(corral_proc *p, int stream)
+{
+	struct redact_stream *rs = p->rs[stream - 1];
+	if (!rs)
+		return;
+	redact_stream_finish(rs);
+	const struct redact_stats *st = redact_stream_stats(rs);
+	p->res->redactions += st->total;
+	for (unsigned i = 0; i < RK__COUNT && i < 16; i++)
+		p->res->redactions_by_kind[i] += st->by_kind[i];
+	redact_stream_free(rs);
+	p->rs[stream - 1] = NULL;
+}
+
+/* The withheld environment values and the configured strings, compiled for this run. */
+static int setup_redaction(corral_proc *p)
+{
+	const struct corral_config *cfg = p->cfg;
+	static const char *const names[] = {"redact", "flag", "off"};
+	p->res->redaction_mode = names[cfg->redact_mode % 3];
+	for (int s = 0; s < 2; s++)
+		p->sink[s] = (struct sink){p, s + 1};
+	if (cfg->redact_mode == CORRAL_REDACT_OFF)
+		return 0;
+	struct env_entry *pass = NULL, *withheld = NULL;
+	size_t np = 0, nw = 0;
+	int r = policy_env(cfg, &pass, &np, &withheld, &nw);
+	const char **vals = calloc(nw + 1, sizeof(char *));
+	if (r == 0 && vals) {
+		for (size_t i = 0; i < nw; i++)
+			vals[i] = withheld[i].value;
+		p->red = redactor_new(cfg->redact_mode == CORRAL_REDACT_FLAG ? REDACT_FLAG
+		                                                             : REDACT_REDACT,
+		                      vals, nw, (const char *const *)cfg->redact_strings,
+		                      cfg->n_redact_strings);
+	}
+	free(vals);
+	env_entries_free_list(pass, np);
+	env_entries_free_list(withheld, nw);
+	if (!p->red)
+		return -1;
+	for (int s = 0; s < 2; s++)
+		if (!(p->rs[s] = redact_stream_new(p->red, emit, &p->sink[s])))
+			return -1;
+	return 0;
 }
 
 static void read_output(corral_proc *p, int *fd, int stream)
@@ -143,6 +210,7 @@ static void read_output(corral_proc *p, int *fd, int stream)
 		if (n < 0 && errno == EAGAIN)
 			return;
 		ep_del(p, fd); /* EOF or error */
+		stream_end(p, stream);
 	}
 }
 
@@ -243,6 +311,8 @@ static void on_timer(corral_proc *p)
 		p->dl_drain = 0;
 		ep_del(p, &p->lo.out_fd);
 		ep_del(p, &p->lo.err_fd);
+		stream_end(p, 1);
+		stream_end(p, 2);
 	}
 }
 
@@ -341,6 +411,8 @@ static void finish(corral_proc *p)
 {
 	struct corral_result *res = p->res;
 	res->duration_ms = now_ms() - p->t_start;
+	stream_end(p, 1);
+	stream_end(p, 2);
 	classify(p);
 	for (int s = 0; s < 2; s++) {
 		size_t len = 0;
@@ -363,6 +435,7 @@ static void finish(corral_proc *p)
 		p->lo.cg = NULL;
 	}
 	release_host_state(p);
+	violations_collect(p->cfg, res);
 	p->finished = true;
 }
 
@@ -438,6 +511,9 @@ static void proc_free(corral_proc *p)
 		}
 	capture_free(&p->cap[0]);
 	capture_free(&p->cap[1]);
+	for (int s = 0; s < 2; s++)
+		redact_stream_free(p->rs[s]);
+	redactor_free(p->red);
 	if (p->lo.cg)
 		cgroup_destroy(p->lo.cg);
 	release_host_state(p);
@@ -496,6 +572,10 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	/* The config copy no longer owns the caller's stdin fd beyond the launch. */
 	capture_init(&p->cap[0], cfg->output_cap);
 	capture_init(&p->cap[1], cfg->output_cap);
+	if (setup_redaction(p) < 0) {
+		proc_free(p);
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "redact", "out of memory");
+	}
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (p->epfd < 0 || p->timerfd < 0) {
@@ -631,10 +711,12 @@ int corral_run(const corral_config *cfg, struct corral_result **out, struct corr
 				res = NULL;
 			}
 		}
-		if (res)
+		if (res) {
 			res->mode = cfg->mode == CORRAL_MODE_NONE   ? "none"
 			            : cfg->mode == CORRAL_MODE_AUTO ? "auto"
 			                                            : "required";
+			violations_collect(cfg, res);
+		}
 		*out = res;
 		if (err)
 			*err = local;

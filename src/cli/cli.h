@@ -20,6 +20,8 @@ int cmd_check(int argc, char **argv);
 int cmd_mcp(int argc, char **argv);
 void usage_mcp(FILE *f);
 int cmd_policy(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
+void usage_audit(FILE *f);
 /* Print corral_explain() as text or JSON; returns an exit code. */
 int print_explain(const corral_config *cfg, bool json);
 void usage_run(FILE *f);

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 	      "  check    probe this host for each isolation layer\n"
 	      "  mcp      serve the Model Context Protocol on stdio (corral help mcp)\n"
 	      "  policy   explain, validate and query policies (corral policy --help)\n"
+	      "  audit    list, show, verify and prune the audit store (corral help audit)\n"
 	      "  version  print the version\n"
 	      "  help     show help for a command\n"
 	      "\n"
@@ -50,6 +51,8 @@ int main(int argc, char **argv)
 		return cmd_mcp(argc - 1, argv + 1);
 	if (!strcmp(cmd, "policy"))
 		return cmd_policy(argc - 1, argv + 1);
+	if (!strcmp(cmd, "audit"))
+		return cmd_audit(argc - 1, argv + 1);
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
 		printf("corral %s\n", CORRAL_VERSION);
 		return 0;
@@ -59,6 +62,8 @@ int main(int argc, char **argv)
 			usage_run(stdout);
 		else if (argc > 2 && !strcmp(argv[2], "mcp"))
 			usage_mcp(stdout);
+		else if (argc > 2 && !strcmp(argv[2], "audit"))
+			usage_audit(stdout);
 		else
 			usage(stdout);
 		return 0;

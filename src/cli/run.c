@@ -51,6 +51,7 @@ void usage_run(FILE *f)
 	      "      --dry-run          print the resolved plan (mounts, Landlock, seccomp, env,\n"
 	      "                         limits, command decision) and run nothing\n"
 	      "      --quiet            no notes from corral on stderr after the command\n"
+	      "      --redact MODE      secrets in the output: redact (default), flag, off\n"
 	      "      --net none|host    network: none (loopback only, default) or the host's\n"
 	      "      --mode MODE        required (default): fail if a layer is missing;\n"
 	      "                         auto: use what the host offers and report the rest;\n"
@@ -82,6 +83,7 @@ enum {
 	OPT_HIDE,
 	OPT_DRY_RUN,
 	OPT_QUIET,
+	OPT_REDACT,
 };
 
 static const struct option long_opts[] = {
@@ -108,6 +110,7 @@ static const struct option long_opts[] = {
 	{"hide", required_argument, NULL, OPT_HIDE},
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
+	{"redact", required_argument, NULL, OPT_REDACT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -179,6 +182,16 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		return 0;
 	case OPT_QUIET:
 		o->quiet = true;
+		return 0;
+	case OPT_REDACT:
+		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_ON, err);
+		else if (!strcmp(arg, "flag"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_FLAG, err);
+		else if (!strcmp(arg, "off"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_OFF, err);
+		else
+			return bad_value("--redact", arg, "expected redact, flag or off");
 		return 0;
 	case OPT_MEMORY:
 	case OPT_FSIZE:
@@ -452,11 +465,22 @@ int cmd_run(int argc, char **argv)
 				puts(json);
 				free(json);
 			}
-		} else if (res->error.code) {
-			cli_error("%s", res->error.message);
-		} else if (res->timed_out) {
-			cli_error("timed out after %llu ms; the sandbox was killed",
-			          (unsigned long long)res->duration_ms);
+		} else {
+			if (res->error.code)
+				cli_error("%s", res->error.message);
+			else if (res->timed_out)
+				cli_error("timed out after %llu ms; the sandbox was killed",
+				          (unsigned long long)res->duration_ms);
+			/* after the command's own output: what the sandbox stopped, and why */
+			for (size_t i = 0; !o.quiet && i < res->n_violations; i++)
+				if (strcmp(res->violations[i].kind, "timeout") &&
+				    !(res->error.code && !strcmp(res->violations[i].kind, "exec")))
+					cli_error("%s%s", res->violations[i].hint,
+					          res->violations[i].inferred ? " (inferred)" : "");
+			if (!o.quiet && res->redactions)
+				cli_error("%llu secret(s) %s in the output",
+				          (unsigned long long)res->redactions,
+				          strcmp(res->redaction_mode, "flag") ? "redacted" : "flagged");
 		}
 		corral_result_free(res);
 	} else {

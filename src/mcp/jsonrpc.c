@@ -26,7 +26,11 @@ static void emit_line(const char *line, size_t len, jr_frame_cb cb, void *ud)
 {
 	if (len && line[len - 1] == '\r')
 		len--;
-	if (len)
+	/* Blank lines (keep-alives, a stray "\r\n") carry no message. */
+	size_t i = 0;
+	while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+		i++;
+	if (i < len)
 		cb(ud, JR_FRAME_LINE, line, len);
 }
 

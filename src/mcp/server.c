@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -72,7 +73,7 @@ struct server {
 	const char *version;
 	struct call *calls;
 	struct call *q_head, *q_tail;
-	size_t n_queued;
+	size_t n_queued, peak_live;
 	struct call *done;
 	unsigned running;
 	bool stop;
@@ -736,6 +737,20 @@ static void free_done(struct server *s)
 	}
 }
 
+/* A burst of queued calls (each holding its configuration, stdin and code) leaves the heap
+ * at its high-water mark; give it back once the burst is over, so a long-lived server's RSS
+ * follows its load. */
+static void trim_after_burst(struct server *s)
+{
+	size_t live = s->running + s->n_queued;
+	if (live > s->peak_live)
+		s->peak_live = live;
+	if (live == 0 && s->peak_live >= 64) {
+		malloc_trim(0);
+		s->peak_live = 0;
+	}
+}
+
 static void run_loop(struct server *s)
 {
 	struct epoll_event evs[64];
@@ -783,6 +798,7 @@ static void run_loop(struct server *s)
 		start_queued(s);
 		free_done(s);
 		update_progress_timer(s);
+		trim_after_burst(s);
 	}
 }
 

@@ -786,6 +786,24 @@ static char *result_text(const struct mcp_plan *plan, const struct corral_result
 		}
 		free(clean);
 	}
+	/* What the sandbox stopped, each with what to do instead (one sentence for a model). */
+	for (size_t i = 0; i < res->n_violations; i++) {
+		const char *h = res->violations[i].hint;
+		if (!h || !*h || (res->error.code && strstr(res->error.message, h)))
+			continue;
+		char *clean = mcp_utf8_clean(h, strlen(h));
+		if (clean)
+			sb_printf(&b, "hint: %s\n", clean);
+		free(clean);
+	}
+	if (res->redactions)
+		sb_printf(&b, "%s: %llu secret%s in the output%s\n",
+		          res->redaction_mode && !strcmp(res->redaction_mode, "flag") ? "flagged"
+		                                                                      : "redacted",
+		          (unsigned long long)res->redactions, res->redactions == 1 ? "" : "s",
+		          res->redaction_mode && !strcmp(res->redaction_mode, "flag")
+		                  ? " (left in place)"
+		                  : " (replaced by [REDACTED:<kind>])");
 	if (res->error.code == 0 || res->stdout_bytes || res->stderr_bytes) {
 		stream_block(&b, "stdout", structured, res, true);
 		stream_block(&b, "stderr", structured, res, false);

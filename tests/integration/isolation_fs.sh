@@ -1,6 +1,9 @@
 # Isolation battery, filesystem group: what the sandbox can see and change of the host's files.
 # Helpers: tests/integration/isolation.sh.
 
+# Note for every test here: if isolation were broken these commands would run on the host, so
+# they only ever write to canaries of their own or create uniquely named paths (removed at exit);
+# existing system files are only opened for writing (O_APPEND, no data), never written.
 test_iso_fs_write_outside_workspace_denied() {
 	iso_probe
 	iso_canary
@@ -8,16 +11,20 @@ test_iso_fs_write_outside_workspace_denied() {
 	m=$(iso_mark)
 	etc_h=$(iso_hash /etc/hostname)
 	passwd_h=$(iso_hash /etc/passwd)
-	cr -c "./probe open-write '$ISO_CANARY'; echo pwn > '$ISO_CANARY'; echo pwn >> '$ISO_CANARY';
+	iso_defer_host_paths "/etc/$m" "/usr/$m" "/usr/lib/$m" "/$m"
+	local out
+	out=$(cr -c "./probe open-write '$ISO_CANARY'; echo pwn > '$ISO_CANARY'; echo pwn >> '$ISO_CANARY';
 		rm -f '$ISO_CANARY'; touch '$ISO_C/new-$m'; ./probe open-write /etc/$m;
 		./probe open-write /usr/$m; ./probe mkdir /usr/lib/$m; ./probe open-write /etc/hostname;
-		echo pwn >> /etc/hostname; echo pwn >> /etc/passwd; ./probe open-write /$m" >/dev/null 2>&1
+		./probe open-write /etc/passwd; ./probe open-write /usr/bin/env; ./probe open-write /$m" 2>&1)
 	assert_canary_unchanged
 	[ ! -e "$ISO_C/new-$m" ] || fail "the sandbox created $ISO_C/new-$m on the host"
 	local p
 	for p in /etc/$m /usr/$m /usr/lib/$m /$m; do
-		[ ! -e "$p" ] || { rm -rf "$p"; fail "the sandbox created $p on the host"; }
+		[ ! -e "$p" ] || fail "the sandbox created $p on the host"
 	done
+	# the system files it can see are there read-only (opening them for writing fails)
+	assert_eq "$(iso_nerr "$out")" 8 "denied opens: $out"
 	assert_eq "$(iso_hash /etc/hostname)" "$etc_h" "host /etc/hostname"
 	assert_eq "$(iso_hash /etc/passwd)" "$passwd_h" "host /etc/passwd"
 	# control: without isolation the same write does reach the canary
@@ -143,8 +150,7 @@ test_iso_fs_symlink_escape() {
 	etc_h=$(iso_hash /etc/hostname)
 	out=$(cr -c "cat abs-link rel-link shadow-link; echo pwn > abs-link; echo pwn >> rel-link;
 		echo pwn > dir-link/new; ./probe open-write abs-link; ./probe open-write rel-link;
-		echo pwn >> hn-link; ./probe open-write hn-link; ln -sf '$ISO_CANARY' made-link;
-		echo pwn >> made-link" 2>&1)
+		./probe open-write hn-link; ln -sf '$ISO_CANARY' made-link; echo pwn >> made-link" 2>&1)
 	assert_not_contains "$out" "$ISO_SECRET"
 	assert_canary_unchanged
 	[ ! -e "$ISO_C/new" ] || fail "a write through a directory symlink landed on the host"
@@ -158,32 +164,45 @@ test_iso_fs_symlink_escape() {
 		fail "control: --mode none could not write through the link; the check proves nothing"
 }
 
+# Kernel knobs that are not namespaced stay read-only. Writes use the host's current value (so
+# a broken sandbox changes nothing); as root the values are restored at exit in any case.
 test_iso_fs_proc_sys_writes_denied() {
 	iso_probe
 	local cp_h host_name out
 	cp_h=$(cat /proc/sys/kernel/core_pattern)
 	host_name=$(cat /proc/sys/kernel/hostname)
-	out=$(cr -c "echo '|/bin/false %p' > /proc/sys/kernel/core_pattern;
+	if is_root; then
+		printf '%s\n' "$cp_h" >"$WS/.cp"
+		cp "$WS/.cp" "/tmp/$(basename "$WS").cp"
+		iso_defer "grep -qxF -f '/tmp/$(basename "$WS").cp' /proc/sys/kernel/core_pattern || cat '/tmp/$(basename "$WS").cp' > /proc/sys/kernel/core_pattern; rm -f '/tmp/$(basename "$WS").cp'"
+		iso_defer "[ \"\$(cat /proc/sys/kernel/hostname)\" = '$host_name' ] || echo '$host_name' > /proc/sys/kernel/hostname"
+	fi
+	printf '%s\n' "$cp_h" >"$WS/cp.txt"
+	out=$(cr -c "cat cp.txt > /proc/sys/kernel/core_pattern && echo WROTE-core_pattern;
 		./probe open-write /proc/sys/kernel/core_pattern; ./probe open-write /proc/sysrq-trigger;
-		echo pwned > /proc/sys/kernel/hostname; ./probe open-write /proc/sys/vm/drop_caches;
-		echo 1 > /proc/sys/kernel/sysrq; ./probe open-write /sys/kernel/uevent_helper;
+		./probe open-write /proc/sys/kernel/hostname; ./probe open-write /proc/sys/vm/drop_caches;
+		./probe open-write /proc/sys/kernel/sysrq; ./probe open-write /sys/kernel/uevent_helper;
 		./probe open-write /proc/sys/kernel/modprobe" 2>&1)
+	assert_not_contains "$out" WROTE
+	assert_not_contains "$out" "ok"$'\n'
+	[ "$(iso_nerr "$out")" -eq 7 ] || fail "expected seven denied opens: $out"
 	assert_eq "$(cat /proc/sys/kernel/core_pattern)" "$cp_h" "host core_pattern"
 	assert_eq "$(cat /proc/sys/kernel/hostname)" "$host_name" "host hostname"
-	assert_not_contains "$out" "ok"$'\n'
-	[ "$(grep -c '^errno=' <<<"$out")" -ge 5 ] || fail "expected five denied opens: $out"
 }
 
 test_iso_fs_mknod_denied() {
 	iso_probe
 	local out
-	out=$(cr -c './probe mknod-char ./nod; ./probe mknod-char /tmp/nod; ./probe mknod-char /dev/shm/nod;
-		./probe mknod-char /dev/nod; mknod ./nod2 c 1 3; mknod ./blk b 8 0' 2>&1)
+	local m
+	m=$(iso_mark)
+	iso_defer_host_paths "/tmp/$m" "/dev/shm/$m" "/dev/$m"
+	out=$(cr -c "./probe mknod-char ./nod; ./probe mknod-char /tmp/$m; ./probe mknod-char /dev/shm/$m;
+		./probe mknod-char /dev/$m; mknod ./nod2 c 1 3; mknod ./blk b 8 0" 2>&1)
 	assert_not_contains "$out" "ok"$'\n'
-	[ "$(grep -c '^errno=' <<<"$out")" -eq 4 ] || fail "expected four denied mknods: $out"
+	[ "$(iso_nerr "$out")" -eq 4 ] || fail "expected four denied mknods: $out"
 	local f
-	for f in nod nod2 blk; do
-		[ ! -e "$WS/$f" ] || fail "a device node $f appeared in the host workspace: $(ls -l "$WS/$f")"
+	for f in "$WS/nod" "$WS/nod2" "$WS/blk" "/tmp/$m" "/dev/shm/$m" "/dev/$m"; do
+		[ ! -e "$f" ] || fail "a device node appeared on the host: $(ls -l "$f")"
 	done
 }
 
@@ -201,7 +220,7 @@ test_iso_fs_setuid_grants_nothing() {
 	assert_eq "$(sed -n 3p <<<"$lines")" 2 "Seccomp mode after exec of a setuid file"
 	assert_contains "$(grep " $WS " <<<"$out")" nosuid
 	# host-side: the file really is setuid (so the exec above was a setuid exec)
-	[ -u "$WS/sp" ] || [ "$(grep -c '^errno=' <<<"$out")" -gt 0 ] || fail "sp is not setuid and chmod did not fail"
+	[ -u "$WS/sp" ] || [ "$(iso_nerr "$out")" -gt 0 ] || fail "sp is not setuid and chmod did not fail"
 }
 
 # A sandbox run by root must not leave setuid/setgid-root programs for the host: the workspace
@@ -209,7 +228,8 @@ test_iso_fs_setuid_grants_nothing() {
 test_iso_fs_no_setuid_root_planted_on_host() {
 	local out
 	out=$(cr -c 'cp /bin/true suid; chmod 4755 suid; cp /bin/true sgid; chmod 2755 sgid;
-		cp /bin/true both; chmod 6755 both; chown 0:0 suid sgid both; ls -ln suid sgid both' 2>&1)
+		cp /bin/true both; chmod 6755 both; cp /bin/true own; chown 0:0 own; chmod 4755 own;
+		ls -ln suid sgid both own' 2>&1)
 	local planted
 	planted=$(find "$WS" -xdev -type f \( -perm -4000 -o -perm -2000 \) -user 0 2>/dev/null)
 	[ -z "$planted" ] || fail "setuid/setgid-root files planted in the host workspace: $(ls -l $planted | tr '\n' ';')"
@@ -235,10 +255,11 @@ test_iso_fs_tmp_private() {
 	iso_canary
 	local m out
 	m=$(iso_mark)
+	iso_defer_host_paths "/tmp/$m" "/dev/shm/$m"
 	out=$(cr -c "echo $m > /tmp/$m; echo $m > /dev/shm/$m; cat /tmp/$m; ls -a /tmp" 2>&1)
 	assert_contains "$out" "$m"
-	[ ! -e "/tmp/$m" ] || { rm -f "/tmp/$m"; fail "a file written to /tmp inside appeared in host /tmp"; }
-	[ ! -e "/dev/shm/$m" ] || { rm -f "/dev/shm/$m"; fail "a file written to /dev/shm inside appeared on the host"; }
+	[ ! -e "/tmp/$m" ] || fail "a file written to /tmp inside appeared in host /tmp"
+	[ ! -e "/dev/shm/$m" ] || fail "a file written to /dev/shm inside appeared on the host"
 	# the host's /tmp is not what the sandbox sees
 	assert_not_contains "$out" "$(basename "$ISO_C")"
 	# and one run's /tmp is not the next one's
@@ -249,15 +270,16 @@ test_iso_fs_root_readonly() {
 	iso_probe
 	local m out
 	m=$(iso_mark)
+	iso_defer_host_paths "/$m" "/usr/bin/$m" "/etc/$m" "/lib/$m" "/dev/$m"
 	out=$(cr -c "./probe open-write /$m; ./probe mkdir /$m; ./probe open-write /usr/bin/$m;
 		./probe open-write /etc/$m; ./probe mkdir /lib/$m; ./probe open-write /dev/$m;
 		./probe open-write /proc/$m" 2>&1)
 	assert_not_contains "$out" "ok"$'\n'
-	[ "$(grep -c '^errno=' <<<"$out")" -eq 7 ] || fail "expected seven denied writes: $out"
+	[ "$(iso_nerr "$out")" -eq 7 ] || fail "expected seven denied writes: $out"
 	assert_contains "$out" "errno=EROFS"
 	local p
 	for p in /$m /usr/bin/$m /etc/$m /lib/$m /dev/$m; do
-		[ ! -e "$p" ] || { rm -rf "$p"; fail "$p appeared on the host"; }
+		[ ! -e "$p" ] || fail "$p appeared on the host"
 	done
 	assert_contains "$(cr -c 'grep " / / " /proc/self/mountinfo')" " / / ro,"
 }

@@ -7,10 +7,10 @@
 iso_deny() { # EXPECT CONTROL ARGS...
 	local want=$1 control=$2 out none
 	shift 2
-	out=$(cr -- ./probe "$@" 2>&1)
+	out=$(cr -- ./probe "$@" 2>/dev/null)
 	assert_eq "$out" "errno=$want" "probe $*"
 	if [ "$control" = 1 ]; then
-		none=$(cr --mode none -- ./probe "$@" 2>&1)
+		none=$(cr --mode none -- ./probe "$@" 2>/dev/null)
 		[ "$none" != "$out" ] || fail "control: probe $* also gives '$none' with --mode none"
 	fi
 }
@@ -38,26 +38,29 @@ test_iso_kernel_deny_mount_family() {
 	iso_probe
 	local before after inside
 	before=$(iso_mountinfo)
-	iso_deny EPERM 0 mount-tmpfs /tmp
-	iso_deny EPERM 0 mount-tmpfs "$WS"
-	iso_deny EPERM 0 umount /proc
+	# targets in the workspace only: were the filter and the namespaces both broken, these
+	# would run on the host
+	mkdir "$WS/mnt"
+	iso_defer "umount -l '$WS/mnt'"
+	iso_deny EPERM 0 mount-tmpfs "$WS/mnt"
+	iso_deny EPERM 0 umount "$WS/mnt"
 	iso_deny EPERM 0 umount "$WS"
 	iso_deny EPERM 0 pivot-root
-	iso_deny EPERM 0 pivot-root "$WS" "$WS"
+	iso_deny EPERM 0 pivot-root "$WS/mnt" "$WS/mnt"
 	# the new mount API is in the same family
 	inside=$(cr -- /usr/bin/python3 -c '
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-for name, nr, args in (("fsopen", 430, (b"tmpfs", 0)), ("open_tree", 428, (-100, b"/tmp", 1)),
-                       ("move_mount", 429, (-1, b"", -1, b"", 0)), ("fspick", 433, (-100, b"/", 0)),
-                       ("mount_setattr", 442, (-100, b"/", 0, None, 0))):
+for name, nr, args in (("fsopen", 430, (b"tmpfs", 0)), ("open_tree", 428, (-100, b"mnt", 1)),
+                       ("move_mount", 429, (-1, b"", -1, b"", 0)), ("fspick", 433, (-100, b"mnt", 0)),
+                       ("mount_setattr", 442, (-100, b"mnt", 0, None, 0))):
     r = libc.syscall(nr, *args)
     print(name, "ok" if r >= 0 else ctypes.get_errno())
 ' 2>&1)
 	assert_eq "$(grep -c ' 1$' <<<"$inside")" 5 "the new mount API (errno 1 = EPERM): $inside"
 	# inside, the mount table did not change either
-	assert_eq "$(cr -c 'wc -l < /proc/self/mountinfo; ./probe mount-tmpfs /tmp >/dev/null; ./probe umount /proc >/dev/null; wc -l < /proc/self/mountinfo' | uniq | wc -l)" 1 "sandbox mount table changed"
+	assert_eq "$(cr -c 'wc -l < /proc/self/mountinfo; ./probe mount-tmpfs mnt >/dev/null; ./probe umount "$PWD" >/dev/null; wc -l < /proc/self/mountinfo' | uniq | wc -l)" 1 "sandbox mount table changed"
 	after=$(iso_mountinfo)
 	assert_eq "$after" "$before" "host mount table"
 }
@@ -196,7 +199,9 @@ test_iso_kernel_x32_and_i386_killed() {
 	[ "$out" != ok ] || fail "an x32 system call went through the filter"
 	[[ $out == signal=SIGSYS || $out == errno=* ]] || fail "x32-getpid: $out"
 	out=$(cr -- ./probe i386-getpid)
-	assert_eq "$out" signal=SIGSYS "int 0x80 must kill the caller"
+	# SIGSYS from the filter's bad-arch action (a kernel without IA32 emulation kills with
+	# SIGSEGV before any filter; either way the call never runs)
+	[[ $out == signal=* ]] || fail "int 0x80 must kill the caller: $out"
 	# control: without the filter int 0x80 works where the kernel has IA32 emulation
 	local none
 	none=$(cr --mode none -- ./probe i386-getpid)
@@ -212,9 +217,9 @@ test_iso_kernel_caps_nnp_seccomp() {
 	assert_eq "$(sed -n 3p <<<"$out")" 2 "Seccomp"
 	assert_eq "$(sed -n 4p <<<"$out")" "$(id -u)" "uid inside (mapped 1:1)"
 	# the capability-gated calls fail with the sets empty, even for uid 0 inside
-	out=$(cr -c 'hostname pwned 2>&1; ./probe unshare-net; ./probe mknod-char ./x; chown 1:1 probe 2>&1; echo done')
+	out=$(cr -c './probe unshare-net; ./probe mknod-char ./x; chown 1:1 probe 2>&1; echo done')
 	assert_contains "$out" "errno=EPERM"
-	assert_eq "$(cat /proc/sys/kernel/hostname)" "$(hostname)"
+	[ ! -e "$WS/x" ] || fail "mknod worked inside"
 	assert_eq "$(stat -c %u:%g "$WS/probe")" "$(id -u):$(id -g)" "chown inside changed the owner"
 	# control: the seccomp mode is 0 without the filter
 	assert_eq "$(cr --mode none -- ./probe seccomp-mode)" 0 "control seccomp mode"

@@ -60,8 +60,11 @@ test_iso_res_memory_bomb() {
 test_iso_res_tmpfs_fill() {
 	iso_marked_probe
 	local before after out so w
+	# unique names, removed at exit: if the private /tmp were ever the host's, this test must
+	# not leave a GiB behind
+	iso_defer "rm -f '/tmp/$ISO_M.big' '/dev/shm/$ISO_M.big'"
 	before=$(df -k --output=used /tmp | tail -1)
-	out=$(cr --json -t 20 --tmpfs-size 32M -c "./$ISO_M write-file /tmp/big 1024; ./$ISO_M write-file /dev/shm/big 1024; df -k /tmp /dev/shm")
+	out=$(cr --json -t 20 --tmpfs-size 32M -c "./$ISO_M write-file /tmp/$ISO_M.big 1024; ./$ISO_M write-file /dev/shm/$ISO_M.big 1024")
 	after=$(df -k --output=used /tmp | tail -1)
 	so=$(jget stdout <<<"$out")
 	for w in $(sed -nE 's/^written=([0-9]+).*/\1/p' <<<"$so"); do
@@ -70,6 +73,7 @@ test_iso_res_tmpfs_fill() {
 	done
 	[ "$(grep -c 'errno=ENOSPC' <<<"$so")" -eq 2 ] || fail "expected ENOSPC twice: $so"
 	[ $((after - before)) -lt $((16 * 1024)) ] || fail "host /tmp grew by $((after - before)) KiB"
+	[ ! -e "/tmp/$ISO_M.big" ] && [ ! -e "/dev/shm/$ISO_M.big" ] || fail "the fill landed on the host"
 	assert_no_survivor "$ISO_M"
 }
 

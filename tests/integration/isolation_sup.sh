@@ -2,13 +2,13 @@
 # nothing of the sandbox outlives the supervisor. Helpers: tests/integration/isolation.sh.
 
 # SIGKILL of corral mid-run (no chance to clean up): the sandbox dies with it.
-iso_sigkill_supervisor() { # PREFIX... (e.g. "$NOLAYER userns --" and "--mode auto" via ISO_ARGS)
+iso_sigkill_supervisor() { # MARK [PREFIX...]; PREFIX e.g. "$NOLAYER" userns --, run flags in ISO_ARGS
 	local m=$1
 	shift
 	cp /bin/sleep "$WS/$m"
 	"$@" "$CORRAL" run -w "$WS" ${ISO_ARGS:-} -- sh -c "./$m 1000 & ./$m 1001 & (setsid ./$m 1002 &); exec ./$m 1003" >/dev/null 2>&1 &
 	local cp=$!
-	iso_defer "pkill -9 -f $m"
+	iso_defer "kill -9 \$(pgrep -f -- '$m') $cp"
 	local i
 	for i in $(seq 1 50); do
 		[ "$(pgrep -fc -- "^\./$m 100")" -ge 4 ] && break
@@ -101,7 +101,7 @@ test_iso_sup_sandbox_cannot_signal_host_process() {
 	m=$(iso_mark)
 	iso_host_sleeper "$m" 30
 	out=$(cr -c "./probe kill $ISO_HOST_PID 9; ./probe kill $ISO_HOST_PID 19")
-	assert_eq "$(grep -c '^errno=' <<<"$out")" 2 "kill of a host pid: $out"
+	assert_eq "$(iso_nerr "$out")" 2 "kill of a host pid: $out"
 	sleep 0.1
 	kill -0 "$ISO_HOST_PID" || fail "the host process was killed from the sandbox"
 	assert_not_contains "$(awk '/^State/{print $2}' "/proc/$ISO_HOST_PID/status")" T

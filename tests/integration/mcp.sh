@@ -137,6 +137,9 @@ assert r["isError"] is True and "exit: 3" in M.text_of(r), r
 assert "--- stdout ---\n(empty)" in M.text_of(r)
 r = s.call("run_command", {"command": "kill -KILL $$"})
 assert r["isError"] and "killed by signal 9 (KILL)" in M.text_of(r), M.text_of(r)
+# something the sandbox stopped comes with a hint for the model
+r = s.call("run_command", {"command": "touch /etc/corral-mcp-test"})
+assert r["isError"] and "\nhint: " in M.text_of(r), M.text_of(r)
 # argv form, quoting in the headline
 r = s.call("run_command", {"argv": ["printf", "%s|", "a b", "c"]})
 assert r["structuredContent"]["stdout"] == "a b|c|" and M.text_of(r).startswith("$ printf '%s|' 'a b' c"), M.text_of(r)
@@ -467,30 +470,34 @@ s.initialize()
 s.send_raw('{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"%s"}}\n' % ("p" * (4 << 20)))
 r = s.recv()
 assert r["error"]["code"] == -32600 and "4194304" in r["error"]["message"], r
-s.send_raw('{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"%s"}}\n' % ("p" * (4 << 20 - 100)))
+s.send_raw('{"jsonrpc":"2.0","id":2,"method":"ping","params":{"pad":"%s"}}\n' % ("p" * ((4 << 20) - 100)))
 assert s.response(2)["result"] == {}
 assert s.close() == 0
 PY
 }
 
 # A sandbox that cannot be started (here: the server is out of descriptors) is a tool result
-# with isError and the reason; the server keeps serving.
+# with isError and the reason; the server keeps serving, leaks nothing, and recovers.
 test_mcp_spawn_failure_is_tool_error() {
 	mcp_py <<'PY'
 import os, resource, mcp_client as M
 def lower():
-    resource.setrlimit(resource.RLIMIT_NOFILE, (24, 24))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (24, 4096))
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "8"]), preexec_fn=lower)
 s.initialize()
-ids = [s.call_async("run_command", {"command": "sleep 1; echo ok"}) for _ in range(8)]
-res = [s.response(i, timeout=30)["result"] for i in ids]
-failed = [r for r in res if r["isError"]]
-good = [r for r in res if not r["isError"]]
-assert failed and good, [M.text_of(r)[:200] for r in res]
-for r in failed:
-    assert "error: " in M.text_of(r) and "hint: " in M.text_of(r), M.text_of(r)
-    assert r["structuredContent"]["error"]["message"], r
-# once the others are done, descriptors are back: a call works again
+fds = lambda: len(os.listdir("/proc/%d/fd" % s.proc.pid))
+before = fds()
+for round in range(3):
+    ids = [s.call_async("run_command", {"command": "echo ok"}) for _ in range(8)]
+    for i in ids:
+        r = s.response(i, timeout=30)["result"]
+        t = M.text_of(r)
+        assert r["isError"] and "not started: " in t and "Too many open files" in t, t
+        assert "\nhint: " in t and r["structuredContent"]["error"]["errno"] == 24, r
+    assert s.response(s.request("ping"))["result"] == {}
+assert fds() == before, (before, fds())
+# with descriptors back, calls work again
+resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (1024, 4096))
 r = s.call("run_command", {"command": "echo again"})
 assert r["structuredContent"]["stdout"] == "again\n", M.text_of(r)
 assert s.close() == 0

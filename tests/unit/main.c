@@ -10,5 +10,6 @@ int main(void)
 	test_result();
 	test_jsonrpc();
 	test_profile();
+	test_redact();
 	return t_failed ? 1 : 0;
 }

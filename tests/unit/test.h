@@ -21,4 +21,5 @@ void test_capture(void);
 void test_result(void);
 void test_jsonrpc(void);
 void test_profile(void);
+void test_redact(void);
 #endif

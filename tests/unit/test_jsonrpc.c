@@ -50,7 +50,7 @@ static void test_framing(void)
 	CHECK("jsonrpc_frame_byte_by_byte_and_crlf", f.n_lines == 4 &&
 	                                               !strcmp(f.lines[3], "{\"x\":\"y\"}"));
 
-	jr_framer_feed(&fr, "\n\r\n\n", 4, collect, &f);
+	jr_framer_feed(&fr, "\n\r\n\n  \t \n", 9, collect, &f);
 	CHECK("jsonrpc_frame_empty_lines_skipped", f.n_lines == 4 && f.n_long == 0);
 
 	/* an over-long line, in pieces, then a good one */

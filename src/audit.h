@@ -1,0 +1,111 @@
+/* The audit store: a local SQLite database of every execution and security event, chained
+ * by SHA-256 so that an edited or deleted row is detected (docs/audit.md). Internal API.
+ *
+ * Writes must never fail a run: every function returns an error that callers report as a
+ * warning. The store is opened with a short busy timeout (200 ms), so a locked or read-only
+ * store costs a run at most that long, and every message names the store's path and the fix
+ * ("--audit PATH" for another store, "--audit off" for none).
+ *
+ * The library rule holds: nothing here prints or exits. */
+#ifndef CORRAL_AUDIT_H
+#define CORRAL_AUDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "corral.h"
+
+struct audit;
+
+/* Defaults of the retention policy (applied by audit_record_* every 100th row). */
+#define AUDIT_DEFAULT_MAX_AGE_MS (30LL * 86400 * 1000)
+#define AUDIT_DEFAULT_MAX_ROWS 100000LL
+#define AUDIT_BUSY_TIMEOUT_MS 200
+
+/* The default store path: $XDG_STATE_HOME/corral/audit.db, else
+ * $HOME/.local/state/corral/audit.db. *out is malloc'ed. */
+int audit_default_path(char **out, struct corral_error *err);
+
+/* Open (creating when missing: directories 0700, the database 0600) the store at path, or at
+ * the default path when path is NULL; set up WAL mode and the schema. Borrows path. */
+int audit_open(const char *path, struct audit **out, struct corral_error *err);
+/* The same for readers (the `corral audit` queries): fails with CORRAL_ENOTFOUND when the
+ * store does not exist instead of creating it. */
+int audit_open_existing(const char *path, struct audit **out, struct corral_error *err);
+void audit_close(struct audit *a);
+/* The store's path (owned by the handle). */
+const char *audit_path(const struct audit *a);
+/* Change the retention used by the opportunistic prune (0 = no limit of that kind). */
+void audit_set_retention(struct audit *a, int64_t max_age_ms, int64_t max_rows);
+
+/* What one execution was. Everything is borrowed for the call. */
+struct audit_run {
+	const struct corral_result *res; /* may be NULL for an execution without a result (an
+	                                    MCP call that ran nothing); then id/command say what */
+	const char *id;      /* the row id; NULL: res->id (or a fresh UUID without res) */
+	const char *command; /* a description when res is NULL (e.g. the MCP tool name) */
+	const char *parent;  /* the id of the enclosing execution (session, pipeline, MCP
+	                        call), or NULL */
+	const char *kind;    /* "run", "session_cmd", "job", "pipeline_stage", "mcp_call" */
+	const char *client;  /* "cli" or "mcp" */
+	const char *client_info_json;            /* JSON (e.g. MCP clientInfo), or NULL */
+	const char *cwd, *profile, *policy_hash; /* or NULL */
+	int64_t started_at_ms;                   /* unix ms; 0: now - duration */
+	bool store_output;           /* keep stdout/stderr (as the result carries them, after
+	                                redaction); off by default */
+	bool cancelled;              /* the run was cancelled (Ctrl-C, MCP cancel): an event */
+	const char *violations_json; /* a JSON array, or NULL for [] */
+	uint64_t redactions;
+};
+
+/* Record one execution and the security events it implies, in one transaction: a setup
+ * failure ("preflight_denied" for a policy denial, else "setup_failed"), "timeout",
+ * "oom_kill" (memory limit), "limit_kill" (other limits), "cancelled", and "violation" when
+ * violations_json is a non-empty array. */
+int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_error *err);
+
+/* Record one security event (e.g. a preflight denial that produced no execution). kind is
+ * [a-z_]+; execution_id and detail_json (a JSON value) may be NULL. */
+int audit_record_event(struct audit *a, const char *kind, const char *execution_id,
+                       const char *detail_json, struct corral_error *err);
+
+/* Delete the oldest rows: those older than max_age_ms and those beyond the newest max_rows
+ * (0 = no limit of that kind). The rows to delete are verified first and their last hash
+ * kept as the chain's anchor, so the rest still verifies; a tampered prefix is not pruned
+ * (the evidence stays). Returns the number of rows deleted. */
+int audit_prune(struct audit *a, int64_t max_age_ms, int64_t max_rows, struct corral_error *err);
+
+/* Recompute the chain from the anchor to the head. Returns 0 when intact, 1 when not, <0 on
+ * error. *report_json (malloc'ed) is {"ok":true,"rows":N,"head_seq":..,"head_hash":..} or
+ * {"ok":false,...,"first_bad":{"seq","table","id","reason"}}. */
+int audit_verify(struct audit *a, char **report_json, struct corral_error *err);
+
+/* ---- queries ---------------------------------------------------------------------------- */
+
+struct audit_filter {
+	int64_t since_ms; /* only executions started at or after this unix ms time (0: all) */
+	bool failed_only; /* non-zero exit, signal, timeout, limit or setup error */
+	const char *kind; /* only this execution kind, or NULL */
+	int64_t limit;    /* at most this many rows, newest first (0: all) */
+};
+
+/* Executions, newest first, without their output: a JSON array (new reference). */
+int audit_list(struct audit *a, const struct audit_filter *f, json_t **out,
+               struct corral_error *err);
+/* One execution by id or unique id prefix, with its output (when stored), its events and
+ * the ids of its children. CORRAL_ENOTFOUND when none matches, CORRAL_EINVAL when the prefix
+ * is ambiguous. */
+int audit_show(struct audit *a, const char *id_prefix, json_t **out, struct corral_error *err);
+/* Every row of both tables in chain order, as one compact JSON object per call of line
+ * (with "type": "execution" or "event", and the hashes); line borrows the string. Stops and
+ * returns line's value when it returns non-zero. */
+typedef int (*audit_line_fn)(void *ud, const char *json_line);
+int audit_export(struct audit *a, audit_line_fn line, void *ud, struct corral_error *err);
+/* {"executions","failed","failure_rate","timeouts","timeout_rate","duration_ms":{"p50",
+ * "p95","max"},"by_kind":{...},"events":{kind: count}} over the filter (limit ignored). */
+int audit_stats(struct audit *a, const struct audit_filter *f, json_t **out,
+                struct corral_error *err);
+
+#endif

@@ -1,0 +1,1234 @@
+/* Secret redaction over output streams: hand-written matchers, one pass, bounded memory.
+ *
+ * Model. A cheap bigram filter picks the byte positions ("anchors") where a detector could
+ * start. A matcher looks at a bounded stretch of input after its anchor and answers yes (with
+ * an interval to redact), no, or "more" (the answer depends on bytes not seen yet: the stream
+ * then holds back from that anchor). Every anchor is evaluated, including anchors inside an
+ * interval already found, and the redacted set is the union of all intervals: a secret that
+ * overlaps another (an env value inside a URL, a token cut by a longer env value) is never
+ * partly revealed. Each maximal piece of the union is replaced once, named after the match
+ * that starts it (at one anchor, the longest match; same length: the detector order below,
+ * exact strings first). Because every answer depends on the input bytes only, never on where
+ * the chunks were cut, a stream yields exactly what redact_buffer() yields on the
+ * concatenation, for any chunking.
+ *
+ * Bounds (fixed, so a stream's memory does not grow with its input):
+ * - A token run is examined for TOKEN_BOUND bytes. A longer run is still redacted whole: the
+ *   interval stays "open" and grows while the run goes on, however long it is.
+ * - A PEM BEGIN looks for its END within PEM_MAX bytes. If the stream ends first, everything
+ *   from BEGIN to the end is redacted (fail closed). If PEM_MAX bytes pass without an END, the
+ *   first PEM_MAX bytes are redacted and the block stays open: the output stays redacted until
+ *   an END trailer comes, however far away, or the stream ends.
+ * - Exact strings longer than PATTERN_MAX are matched as overlapping PATTERN_MAX pieces (any
+ *   piece found is redacted, and a whole occurrence is one redaction).
+ * - Withheld values shorter than VALUE_MIN and custom strings shorter than CUSTOM_MIN bytes are
+ *   ignored, so common words are not scrubbed everywhere.
+ * Time is linear: each matcher's run scan is cached per call site (the anchors asking for it
+ * come in increasing order), the PEM END search resumes where it stopped, and an exact-string
+ * check that needs more input is not retried before that input has arrived. The exact
+ * strings are checked by first-byte index and memcmp, so the cost per anchor is bounded by the
+ * total length of the strings sharing its first two bytes. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memmem */
+#endif
+#include "redact.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOKEN_BOUND 4096u /* token run examined before the interval goes open */
+#define PEM_MAX 65536u    /* an END must start this close to its BEGIN, or the block goes open */
+#define PEM_LABEL_MAX 64u /* "RSA PRIVATE KEY" and the like */
+#define PATTERN_MAX 4096u /* longer exact strings become overlapping pieces */
+#define VALUE_MIN 6u
+#define CUSTOM_MIN 4u
+#define LOOKBEHIND 64u /* input kept before the scan position: word boundary, URL scheme */
+#define SCHEME_MAX 32u /* how far back a URL scheme is looked for (< LOOKBEHIND) */
+#define SEP_MAX 16u    /* blanks around the = or : after aws_secret_access_key */
+#define STEP 65536u    /* window room for new input on top of the holdback */
+/* The furthest any matcher looks past its anchor: */
+#define PEM_LOOKAHEAD (PEM_MAX + 2 * (PEM_LABEL_MAX + 16))
+#define TOKEN_LOOKAHEAD (3 * (TOKEN_BOUND + 1) + 64)
+
+enum {                     /* character classes, as bits of redactor.cls[byte] */
+       C_WORD = 1 << 0,    /* [A-Za-z0-9_]: a token needs a non-word byte before it */
+       C_ALNUM = 1 << 1,   /* [A-Za-z0-9] */
+       C_ALNUM_ = 1 << 2,  /* [A-Za-z0-9_] */
+       C_TOK = 1 << 3,     /* [A-Za-z0-9_-] */
+       C_SLACK = 1 << 4,   /* [A-Za-z0-9-] */
+       C_UPPER = 1 << 5,   /* [A-Z0-9] */
+       C_B64 = 1 << 6,     /* [A-Za-z0-9/+] */
+       C_HOOK = 1 << 7,    /* [A-Za-z0-9_/] */
+       C_USER = 1 << 8,    /* URL user: not ':', '@', '/', space or control */
+       C_PASS = 1 << 9,    /* URL password: not '@', '/', space or control */
+       C_SCHEME = 1 << 10, /* [A-Za-z0-9+.-] */
+       C_LABEL = 1 << 11,  /* [A-Z0-9 ]: PEM label */
+       C_ALPHA = 1 << 12,
+};
+
+/* Run-scan cache slots, one per call site (see run()). */
+enum {
+	RS_AWS_ID,
+	RS_AWS_SECRET,
+	RS_GH,
+	RS_GHPAT,
+	RS_GLPAT,
+	RS_XOX,
+	RS_HOOK,
+	RS_SK,
+	RS_SKANT,
+	RS_STRIPE,
+	RS_JWT1,
+	RS_JWT2,
+	RS_JWT3,
+	RS_USER,
+	RS_PASS,
+	RS__COUNT
+};
+
+enum { OPEN_NONE = 0, OPEN_CLASS, OPEN_PEM };
+
+static const char *const kind_names[RK__COUNT] = {
+    [RK_ENV_VALUE] = "env_value",
+    [RK_AWS_ACCESS_KEY] = "aws_access_key",
+    [RK_AWS_SECRET] = "aws_secret",
+    [RK_PEM_PRIVATE_KEY] = "pem_private_key",
+    [RK_GITHUB] = "github",
+    [RK_GITLAB] = "gitlab",
+    [RK_SLACK] = "slack",
+    [RK_OPENAI] = "openai",
+    [RK_ANTHROPIC] = "anthropic",
+    [RK_STRIPE] = "stripe",
+    [RK_JWT] = "jwt",
+    [RK_URL_CREDENTIALS] = "url_credentials",
+    [RK_CUSTOM] = "custom",
+};
+
+struct pat {
+	const uint8_t *b;
+	uint32_t len;
+	uint8_t kind;
+};
+
+struct redactor {
+	enum redact_mode mode;
+	size_t holdback;
+	struct pat *pats; /* sorted by first byte, then longest first */
+	size_t npats;
+	uint32_t first[256], count[256];
+	uint8_t *pool; /* the copied strings */
+	uint16_t cls[256];
+	uint64_t bigram[65536 / 64]; /* (byte, next byte) pairs that can start a match */
+	char repl[RK__COUNT][32];
+	uint8_t repl_len[RK__COUNT];
+};
+
+struct runc {
+	uint64_t start, front; /* [start, front) is all of the class */
+	bool valid, fin;       /* fin: front is the end of the run */
+};
+
+struct ival {
+	uint64_t s, e;
+	int kind;
+};
+
+struct openc {
+	int mode;
+	uint16_t cls;
+	uint64_t front; /* OPEN_CLASS: run verified up to here; OPEN_PEM: no END starts before */
+};
+
+struct match {
+	uint64_t s, e;
+	int kind, open; /* open: the interval goes on past e (OPEN_CLASS of cls, or OPEN_PEM) */
+	uint16_t cls;
+};
+
+/* Never more than one AWS-secret and one URL interval wait ahead of the scan position (their
+ * gaps cannot contain another anchor of the same detector); 4 leaves room. */
+#define PEND_MAX 4
+/* Open intervals are deduplicated by (mode, class): at most 7 distinct. */
+#define OPEN_MAX 8
+
+/* All the decision state of one stream. Positions are absolute stream offsets. */
+struct scan {
+	const struct redactor *r;
+	redact_emit_fn emit; /* NULL: count only */
+	void *ud;
+	uint64_t scan; /* anchors before this have been evaluated */
+	uint64_t out;  /* output produced up to here */
+	uint64_t need; /* nothing new can be decided before the input reaches this */
+	bool comp_on;  /* comp: the redacted interval being built; its marker is out */
+	struct ival comp;
+	struct ival pend[PEND_MAX]; /* intervals found that start after scan, sorted */
+	int npend;
+	struct openc open[OPEN_MAX];
+	int nopen;
+	struct runc rc[RS__COUNT];
+	bool pem_memo; /* END search progress for the BEGIN at pem_anchor */
+	uint64_t pem_anchor, pem_resume;
+	bool pat_memo; /* exact strings at pat_anchor undecided before pat_need */
+	uint64_t pat_anchor, pat_need;
+	struct redact_stats st;
+};
+
+struct view {
+	const uint8_t *p; /* p[0] is the byte at offset base */
+	uint64_t base, end;
+	bool eof; /* end is the end of the stream */
+};
+
+struct ctx {
+	struct scan *s;
+	const struct view *v;
+	const struct redactor *r;
+	uint64_t need;
+};
+
+enum { NO = 0, YES = 1, MORE = 2 };
+enum { R_END, R_LONG, R_MORE };
+enum { F_FOUND, F_NONE, F_MORE };
+
+const char *redact_kind_name(enum redact_kind k)
+{
+	return (unsigned)k < RK__COUNT ? kind_names[k] : "unknown";
+}
+
+static inline uint8_t at(const struct view *v, uint64_t pos)
+{
+	return v->p[pos - v->base];
+}
+
+/* The answer needs input up to `need`: MORE, or NO when the stream has ended. */
+static int more(struct ctx *c, uint64_t need)
+{
+	if (c->v->eof)
+		return NO;
+	if (need < c->need)
+		c->need = need;
+	return MORE;
+}
+
+static int have(struct ctx *c, uint64_t upto)
+{
+	return upto <= c->v->end ? YES : more(c, upto);
+}
+
+/* Literal at pos; fold: ASCII case-insensitive (s is lowercase). */
+static int lit(struct ctx *c, uint64_t pos, const char *s, size_t n, bool fold)
+{
+	const struct view *v = c->v;
+	for (size_t i = 0; i < n; i++) {
+		if (pos + i >= v->end)
+			return more(c, pos + n);
+		uint8_t b = at(v, pos + i);
+		if (fold && b >= 'A' && b <= 'Z')
+			b += 'a' - 'A';
+		if (b != (uint8_t)s[i])
+			return NO;
+	}
+	return YES;
+}
+
+static bool starts_word(const struct ctx *c, uint64_t q)
+{
+	return q == 0 || !(c->r->cls[at(c->v, q - 1)] & C_WORD);
+}
+
+/* The run of class `cls` from `from`: R_END with *end when it ends within TOKEN_BOUND bytes,
+ * R_LONG when it is longer, R_MORE when the input seen so far cannot tell. The anchors that use
+ * a slot come in increasing order, so resuming from the cached front keeps this linear. */
+static int run(struct ctx *c, int slot, uint16_t cls, uint64_t from, uint64_t *end)
+{
+	const struct view *v = c->v;
+	struct runc *rc = &c->s->rc[slot];
+	uint64_t limit = from + TOKEN_BOUND + 1, x;
+	if (rc->valid && from >= rc->start && from <= rc->front) {
+		x = rc->front;
+	} else {
+		*rc = (struct runc){.start = from, .front = from, .valid = true};
+		x = from;
+	}
+	if (!rc->fin) {
+		uint64_t stop = v->end < limit ? v->end : limit;
+		while (x < stop && (c->r->cls[at(v, x)] & cls))
+			x++;
+		rc->front = x;
+		rc->fin = x < stop || (x == v->end && v->eof);
+	}
+	x = rc->front;
+	if (rc->fin) {
+		if (x - from > TOKEN_BOUND)
+			return R_LONG;
+		*end = x;
+		return R_END;
+	}
+	if (x >= limit)
+		return R_LONG;
+	more(c, x + 1);
+	return R_MORE;
+}
+
+/* prefix + maximal run of cls (at least min bytes); a run beyond TOKEN_BOUND goes open. */
+static int token(struct ctx *c, uint64_t q, unsigned plen, uint16_t cls, unsigned min, int slot,
+                 int kind, struct match *m)
+{
+	uint64_t e;
+	switch (run(c, slot, cls, q + plen, &e)) {
+	case R_MORE:
+		return MORE;
+	case R_LONG:
+		*m = (struct match){q, q + plen + TOKEN_BOUND, kind, OPEN_CLASS, cls};
+		return YES;
+	}
+	if (e - (q + plen) < min)
+		return NO;
+	*m = (struct match){q, e, kind, OPEN_NONE, 0};
+	return YES;
+}
+
+/* ---- detectors ------------------------------------------------------------------------- */
+
+static int m_pattern(struct ctx *c, uint64_t q, struct match *m)
+{
+	const struct view *v = c->v;
+	struct scan *s = c->s;
+	if (s->pat_memo && s->pat_anchor == q && v->end < s->pat_need && !v->eof)
+		return more(c, s->pat_need);
+	uint8_t b = at(v, q);
+	uint64_t avail = v->end - q, need = UINT64_MAX;
+	const uint8_t *here = v->p + (q - v->base);
+	const struct pat *p = c->r->pats + c->r->first[b];
+	for (uint32_t i = 0; i < c->r->count[b]; i++, p++) {
+		if (avail >= 2 && p->b[1] != here[1])
+			continue;
+		if (p->len <= avail) {
+			if (memcmp(here, p->b, p->len))
+				continue;
+			if (need != UINT64_MAX) /* a longer one is still undecided */
+				break;
+			*m = (struct match){q, q + p->len, p->kind, OPEN_NONE, 0};
+			return YES;
+		}
+		if (!v->eof && !memcmp(here, p->b, avail) && q + p->len < need)
+			need = q + p->len;
+	}
+	if (need == UINT64_MAX)
+		return NO;
+	s->pat_memo = true;
+	s->pat_anchor = q;
+	s->pat_need = need;
+	return more(c, need);
+}
+
+static int m_aws_id(struct ctx *c, uint64_t q, struct match *m)
+{
+	static const char ids[][4] = {"AKIA", "ASIA", "AGPA", "AIDA",
+	                              "AROA", "ANPA", "ANVA", "AIPA"};
+	if (!starts_word(c, q))
+		return NO;
+	int r = have(c, q + 4);
+	if (r != YES)
+		return r;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if (!memcmp(c->v->p + (q - c->v->base), ids[i], 4))
+			return token(c, q, 4, C_UPPER, 16, RS_AWS_ID, RK_AWS_ACCESS_KEY, m);
+	return NO;
+}
+
+/* Blanks (at most SEP_MAX); *b gets the byte after them. */
+static int blanks(struct ctx *c, uint64_t *p, uint8_t *b)
+{
+	for (unsigned n = 0;; n++) {
+		int r = have(c, *p + 1);
+		if (r != YES)
+			return r;
+		*b = at(c->v, *p);
+		if (*b != ' ' && *b != '\t')
+			return YES;
+		if (n == SEP_MAX)
+			return NO;
+		(*p)++;
+	}
+}
+
+/* aws_secret[_access_key|_key] ["'] = or : ["'] then 40+ of [A-Za-z0-9/+]; any case. The
+ * interval is the value only, so it starts after the anchor. */
+static int m_aws_secret(struct ctx *c, uint64_t q, struct match *m)
+{
+	uint64_t p = q + 10, e;
+	uint8_t b;
+	int r = lit(c, q, "aws_secret", 10, true);
+	if (r != YES)
+		return r;
+	if ((r = lit(c, p, "_access_key", 11, true)) == YES)
+		p += 11;
+	else if (r == NO && (r = lit(c, p, "_key", 4, true)) == YES)
+		p += 4;
+	if (r == MORE || (r = have(c, p + 1)) != YES)
+		return r;
+	if (at(c->v, p) == '"' || at(c->v, p) == '\'')
+		p++;
+	if ((r = blanks(c, &p, &b)) != YES)
+		return r;
+	if (b != '=' && b != ':')
+		return NO;
+	p++;
+	if ((r = blanks(c, &p, &b)) != YES)
+		return r;
+	if (b == '"' || b == '\'')
+		p++;
+	switch (run(c, RS_AWS_SECRET, C_B64, p, &e)) {
+	case R_MORE:
+		return MORE;
+	case R_LONG:
+		return NO;
+	}
+	if (e - p < 40)
+		return NO;
+	*m = (struct match){p, e, RK_AWS_SECRET, OPEN_NONE, 0};
+	return YES;
+}
+
+static bool ends_with(const struct view *v, uint64_t s, uint64_t n, const char *suf)
+{
+	size_t k = strlen(suf);
+	return n >= k && !memcmp(v->p + (s + n - k - v->base), suf, k);
+}
+
+/* "<label>-----" at p, the label ending in PRIVATE KEY (or PRIVATE KEY BLOCK, for PGP). */
+static int pem_label(struct ctx *c, uint64_t p, uint64_t *end)
+{
+	const struct view *v = c->v;
+	uint64_t x = p;
+	for (;;) {
+		if (x >= v->end)
+			return more(c, x + 1);
+		if (!(c->r->cls[at(v, x)] & C_LABEL))
+			break;
+		if (x - p >= PEM_LABEL_MAX)
+			return NO;
+		x++;
+	}
+	if (!ends_with(v, p, x - p, "PRIVATE KEY") && !ends_with(v, p, x - p, "PRIVATE KEY BLOCK"))
+		return NO;
+	int r = lit(c, x, "-----", 5, false);
+	if (r == YES)
+		*end = x + 5;
+	return r;
+}
+
+/* The first END trailer starting in [from, lim). F_NONE: none there (or none before the end
+ * of the stream); F_MORE: *resume is where the search must go on. */
+static int pem_find_end(struct ctx *c, uint64_t from, uint64_t lim, uint64_t *end, uint64_t *resume)
+{
+	const struct view *v = c->v;
+	uint64_t hay_end = v->end, x = from;
+	if (lim != UINT64_MAX && lim + 8 < hay_end)
+		hay_end = lim + 8;
+	while (x + 9 <= hay_end) {
+		const uint8_t *h = memmem(v->p + (x - v->base), hay_end - x, "-----END ", 9);
+		if (!h)
+			break;
+		uint64_t t = v->base + (uint64_t)(h - v->p);
+		int r = pem_label(c, t + 9, end);
+		if (r == YES)
+			return F_FOUND;
+		if (r == MORE) {
+			*resume = t;
+			return F_MORE;
+		}
+		x = t + 1;
+	}
+	if ((lim != UINT64_MAX && v->end >= lim + 8) || v->eof)
+		return F_NONE;
+	/* an END may begin in the last 8 bytes */
+	*resume = v->end >= 8 && v->end - 8 > x ? v->end - 8 : x;
+	more(c, v->end + 1);
+	return F_MORE;
+}
+
+static int m_pem(struct ctx *c, uint64_t q, struct match *m)
+{
+	struct scan *s = c->s;
+	uint64_t h, e, from;
+	int r = lit(c, q, "-----BEGIN ", 11, false);
+	if (r != YES || (r = pem_label(c, q + 11, &h)) != YES)
+		return r;
+	from = s->pem_memo && s->pem_anchor == q ? s->pem_resume : h;
+	switch (pem_find_end(c, from, q + PEM_MAX, &e, &from)) {
+	case F_FOUND:
+		*m = (struct match){q, e, RK_PEM_PRIVATE_KEY, OPEN_NONE, 0};
+		return YES;
+	case F_MORE:
+		s->pem_memo = true;
+		s->pem_anchor = q;
+		s->pem_resume = from;
+		return MORE;
+	}
+	if (c->v->end >= q + PEM_MAX + 8) /* no END near: redact on until one comes */
+		*m = (struct match){q, q + PEM_MAX, RK_PEM_PRIVATE_KEY, OPEN_PEM, 0};
+	else /* the stream ended inside the block: fail closed */
+		*m = (struct match){q, c->v->end, RK_PEM_PRIVATE_KEY, OPEN_NONE, 0};
+	return YES;
+}
+
+/* gh[pousr]_, github_pat_, glpat- */
+static int m_g(struct ctx *c, uint64_t q, struct match *m)
+{
+	const struct view *v = c->v;
+	int r;
+	if (!starts_word(c, q))
+		return NO;
+	if ((r = have(c, q + 2)) != YES)
+		return r;
+	switch (at(v, q + 1)) {
+	case 'h':
+		if ((r = have(c, q + 4)) != YES)
+			return r;
+		if (!memchr("pousr", at(v, q + 2), 5) || at(v, q + 3) != '_')
+			return NO;
+		return token(c, q, 4, C_ALNUM, 36, RS_GH, RK_GITHUB, m);
+	case 'i':
+		if ((r = lit(c, q, "github_pat_", 11, false)) != YES)
+			return r;
+		return token(c, q, 11, C_ALNUM_, 22, RS_GHPAT, RK_GITHUB, m);
+	case 'l':
+		if ((r = lit(c, q, "glpat-", 6, false)) != YES)
+			return r;
+		return token(c, q, 6, C_TOK, 20, RS_GLPAT, RK_GITLAB, m);
+	}
+	return NO;
+}
+
+static int m_xox(struct ctx *c, uint64_t q, struct match *m)
+{
+	const struct view *v = c->v;
+	int r;
+	if (!starts_word(c, q))
+		return NO;
+	if ((r = lit(c, q, "xox", 3, false)) != YES || (r = have(c, q + 5)) != YES)
+		return r;
+	if (!memchr("abprs", at(v, q + 3), 5) || at(v, q + 4) != '-')
+		return NO;
+	return token(c, q, 5, C_SLACK, 10, RS_XOX, RK_SLACK, m);
+}
+
+static int m_hook(struct ctx *c, uint64_t q, struct match *m)
+{
+	int r;
+	if (!starts_word(c, q))
+		return NO;
+	if ((r = lit(c, q, "hooks.slack.com/services/", 25, false)) != YES)
+		return r;
+	return token(c, q, 25, C_HOOK, 10, RS_HOOK, RK_SLACK, m);
+}
+
+/* sk- (OpenAI), sk-ant- (Anthropic, never OpenAI), [sr]k_live_ / [sr]k_test_ (Stripe) */
+static int m_sk(struct ctx *c, uint64_t q, struct match *m)
+{
+	const struct view *v = c->v;
+	int r;
+	if (!starts_word(c, q))
+		return NO;
+	if ((r = have(c, q + 3)) != YES)
+		return r;
+	if (at(v, q + 1) != 'k')
+		return NO;
+	if (at(v, q) == 's' && at(v, q + 2) == '-') {
+		if ((r = lit(c, q + 3, "ant-", 4, false)) == MORE)
+			return MORE;
+		if (r == YES)
+			return token(c, q, 7, C_TOK, 20, RS_SKANT, RK_ANTHROPIC, m);
+		return token(c, q, 3, C_TOK, 20, RS_SK, RK_OPENAI, m);
+	}
+	if (at(v, q + 2) != '_')
+		return NO;
+	if ((r = have(c, q + 8)) != YES)
+		return r;
+	if (memcmp(v->p + (q + 3 - v->base), "live_", 5) &&
+	    memcmp(v->p + (q + 3 - v->base), "test_", 5))
+		return NO;
+	return token(c, q, 8, C_ALNUM, 16, RS_STRIPE, RK_STRIPE, m);
+}
+
+/* One JWT segment at p: "eyJ" (when head) then a run of at least min; *end after it. */
+static int jwt_seg(struct ctx *c, int slot, uint64_t p, bool head, unsigned min, uint64_t *end)
+{
+	int r;
+	if (head && (r = lit(c, p, "eyJ", 3, false)) != YES)
+		return r;
+	switch (run(c, slot, C_TOK, p, end)) {
+	case R_MORE:
+		return MORE;
+	case R_LONG:
+		return NO;
+	}
+	return *end - p >= min ? YES : NO;
+}
+
+static int dot_at(struct ctx *c, uint64_t p)
+{
+	int r = have(c, p + 1);
+	return r != YES ? r : at(c->v, p) == '.' ? YES : NO;
+}
+
+/* eyJ<8+>.eyJ<8+>.<8+> over [A-Za-z0-9_-]; a signature beyond TOKEN_BOUND goes open. */
+static int m_jwt(struct ctx *c, uint64_t q, struct match *m)
+{
+	uint64_t e1, e2, e3;
+	int r;
+	if (!starts_word(c, q))
+		return NO;
+	if ((r = jwt_seg(c, RS_JWT1, q, true, 11, &e1)) != YES || (r = dot_at(c, e1)) != YES)
+		return r;
+	if ((r = jwt_seg(c, RS_JWT2, e1 + 1, true, 11, &e2)) != YES || (r = dot_at(c, e2)) != YES)
+		return r;
+	switch (run(c, RS_JWT3, C_TOK, e2 + 1, &e3)) {
+	case R_MORE:
+		return MORE;
+	case R_LONG:
+		*m = (struct match){q, e2 + 1 + TOKEN_BOUND, RK_JWT, OPEN_CLASS, C_TOK};
+		return YES;
+	}
+	if (e3 - (e2 + 1) < 8)
+		return NO;
+	*m = (struct match){q, e3, RK_JWT, OPEN_NONE, 0};
+	return YES;
+}
+
+/* scheme://user:password@ -- anchored at "://"; the interval is the password only. The scheme
+ * is looked for in the SCHEME_MAX bytes before, which the stream always keeps. */
+static int m_url(struct ctx *c, uint64_t q, struct match *m)
+{
+	const struct view *v = c->v;
+	uint64_t u, pe;
+	bool letter = false;
+	int r = lit(c, q, "://", 3, false);
+	if (r != YES)
+		return r;
+	for (uint64_t i = q; i > v->base && q - i < SCHEME_MAX; i--) {
+		uint16_t k = c->r->cls[at(v, i - 1)];
+		if (!(k & C_SCHEME))
+			break;
+		letter = letter || (k & C_ALPHA);
+	}
+	if (!letter)
+		return NO;
+	/* user (may be empty), ':', password (not empty), '@' */
+	if ((r = run(c, RS_USER, C_USER, q + 3, &u)) != R_END)
+		return r == R_MORE ? MORE : NO;
+	if ((r = have(c, u + 1)) != YES)
+		return r;
+	if (at(v, u) != ':')
+		return NO;
+	if ((r = run(c, RS_PASS, C_PASS, u + 1, &pe)) != R_END)
+		return r == R_MORE ? MORE : NO;
+	if (pe == u + 1)
+		return NO;
+	if ((r = have(c, pe + 1)) != YES)
+		return r;
+	if (at(v, pe) != '@')
+		return NO;
+	*m = (struct match){u + 1, pe, RK_URL_CREDENTIALS, OPEN_NONE, 0};
+	return YES;
+}
+
+/* All detectors that can start at q. MORE when any of them cannot decide yet. */
+static int eval(struct ctx *c, uint64_t q, struct match *m, int *n)
+{
+	bool undecided = false;
+	int r = NO;
+#define TRY(call)                                                                                  \
+	do {                                                                                       \
+		r = (call);                                                                        \
+		if (r == MORE)                                                                     \
+			undecided = true;                                                          \
+		else if (r == YES)                                                                 \
+			(*n)++;                                                                    \
+	} while (0)
+	uint8_t b = at(c->v, q);
+	if (c->r->count[b])
+		TRY(m_pattern(c, q, &m[*n]));
+	switch (b) {
+	case 'A':
+		TRY(m_aws_id(c, q, &m[*n]));
+		TRY(m_aws_secret(c, q, &m[*n]));
+		break;
+	case 'a':
+		TRY(m_aws_secret(c, q, &m[*n]));
+		break;
+	case 'g':
+		TRY(m_g(c, q, &m[*n]));
+		break;
+	case 'x':
+		TRY(m_xox(c, q, &m[*n]));
+		break;
+	case 'h':
+		TRY(m_hook(c, q, &m[*n]));
+		break;
+	case 's':
+	case 'r':
+		TRY(m_sk(c, q, &m[*n]));
+		break;
+	case 'e':
+		TRY(m_jwt(c, q, &m[*n]));
+		break;
+	case '-':
+		TRY(m_pem(c, q, &m[*n]));
+		break;
+	case ':':
+		TRY(m_url(c, q, &m[*n]));
+		break;
+	}
+#undef TRY
+	return undecided ? MORE : YES;
+}
+
+/* ---- the union of intervals and the output ------------------------------------------- */
+
+static void emit_plain(struct scan *s, const struct view *v, uint64_t upto)
+{
+	if (upto <= s->out)
+		return;
+	if (s->emit)
+		s->emit(s->ud, (const char *)v->p + (s->out - v->base), upto - s->out);
+	s->out = upto;
+}
+
+static void close_comp(struct scan *s)
+{
+	s->out = s->comp.e;
+	s->comp_on = false;
+}
+
+/* An interval starting at or before the scan position. */
+static void start_or_merge(struct scan *s, const struct view *v, uint64_t b, uint64_t e, int kind)
+{
+	/* while an interval is open it reaches past comp.e for sure */
+	if (s->comp_on && (b < s->comp.e || s->nopen)) {
+		if (e > s->comp.e)
+			s->comp.e = e;
+		return;
+	}
+	if (s->comp_on)
+		close_comp(s);
+	emit_plain(s, v, b);
+	if (s->emit)
+		s->emit(s->ud, s->r->repl[kind], s->r->repl_len[kind]);
+	s->st.total++;
+	s->st.by_kind[kind]++;
+	s->comp = (struct ival){b, e, kind};
+	s->comp_on = true;
+}
+
+static void pend_add(struct scan *s, struct ival iv)
+{
+	for (int i = 0; i < s->npend;) {
+		struct ival *p = &s->pend[i];
+		if (iv.s < p->e && p->s < iv.e) { /* overlap: one interval */
+			if (p->s <= iv.s)
+				iv.kind = p->kind;
+			iv.s = p->s < iv.s ? p->s : iv.s;
+			iv.e = p->e > iv.e ? p->e : iv.e;
+			memmove(p, p + 1, (size_t)(s->npend - i - 1) * sizeof(*p));
+			s->npend--;
+			continue;
+		}
+		i++;
+	}
+	if (s->npend == PEND_MAX) { /* cannot happen (see PEND_MAX); fail closed anyway */
+		struct ival *last = &s->pend[PEND_MAX - 1];
+		if (iv.e > last->e)
+			last->e = iv.e;
+		if (iv.s < last->s)
+			last->s = iv.s;
+		return;
+	}
+	int i = s->npend;
+	while (i > 0 && s->pend[i - 1].s > iv.s) {
+		s->pend[i] = s->pend[i - 1];
+		i--;
+	}
+	s->pend[i] = iv;
+	s->npend++;
+}
+
+/* A second open interval of the same mode and class ends where the first one does (the runs
+ * join, or the new one ends first; no END lies between them), so one is enough. */
+static void open_add(struct scan *s, int mode, uint16_t cls, uint64_t front)
+{
+	for (int i = 0; i < s->nopen; i++)
+		if (s->open[i].mode == mode && s->open[i].cls == cls)
+			return;
+	if (s->nopen < OPEN_MAX)
+		s->open[s->nopen++] = (struct openc){mode, cls, front};
+}
+
+static void add_match(struct ctx *c, const struct match *m, uint64_t q)
+{
+	struct scan *s = c->s;
+	if (m->s > q) { /* starts ahead: AWS secret value, URL password */
+		if (s->comp_on && m->s < s->comp.e) {
+			if (m->e > s->comp.e)
+				s->comp.e = m->e;
+		} else {
+			pend_add(s, (struct ival){m->s, m->e, m->kind});
+		}
+		return;
+	}
+	start_or_merge(s, c->v, m->s, m->e, m->kind);
+	if (m->open)
+		open_add(s, m->open, m->cls, m->e);
+}
+
+/* Grow the open intervals as far as the input goes. */
+static void advance_opens(struct ctx *c)
+{
+	struct scan *s = c->s;
+	const struct view *v = c->v;
+	for (int i = 0; i < s->nopen;) {
+		struct openc *o = &s->open[i];
+		uint64_t e = o->front, resume;
+		bool done = true;
+		if (o->mode == OPEN_CLASS) {
+			while (e < v->end && (c->r->cls[at(v, e)] & o->cls))
+				e++;
+			done = e < v->end || v->eof;
+			o->front = e;
+		} else {
+			switch (pem_find_end(c, o->front, UINT64_MAX, &e, &resume)) {
+			case F_NONE:
+				e = v->end;
+				break;
+			case F_MORE:
+				done = false;
+				o->front = e = resume;
+				break;
+			}
+		}
+		if (e > s->comp.e)
+			s->comp.e = e;
+		if (done)
+			s->open[i] = s->open[--s->nopen];
+		else
+			i++;
+	}
+}
+
+/* First position in [from, stop) whose bigram can start a match, or UINT64_MAX. */
+static uint64_t find_anchor(const struct redactor *r, const struct view *v, uint64_t from,
+                            uint64_t stop)
+{
+	if (v->end == 0)
+		return UINT64_MAX;
+	if (stop > v->end - 1)
+		stop = v->end - 1;
+	const uint8_t *p = v->p;
+	const uint64_t *bm = r->bigram;
+	size_t i = (size_t)(from - v->base), n = (size_t)(stop - v->base);
+	for (; i + 4 <= n; i += 4) {
+		unsigned k0 = (unsigned)p[i] << 8 | p[i + 1],
+		         k1 = (unsigned)p[i + 1] << 8 | p[i + 2];
+		unsigned k2 = (unsigned)p[i + 2] << 8 | p[i + 3],
+		         k3 = (unsigned)p[i + 3] << 8 | p[i + 4];
+		uint64_t hit = (bm[k0 >> 6] >> (k0 & 63) & 1) | (bm[k1 >> 6] >> (k1 & 63) & 1) |
+		               (bm[k2 >> 6] >> (k2 & 63) & 1) | (bm[k3 >> 6] >> (k3 & 63) & 1);
+		if (hit)
+			break;
+	}
+	for (; i < n; i++) {
+		unsigned k = (unsigned)p[i] << 8 | p[i + 1];
+		if (bm[k >> 6] >> (k & 63) & 1)
+			return v->base + i;
+	}
+	return UINT64_MAX;
+}
+
+static bool match_before(const struct match *a, const struct match *b)
+{
+	if (a->s != b->s)
+		return a->s < b->s;
+	if (a->open != b->open)
+		return a->open > b->open;
+	return a->e > b->e;
+}
+
+/* Decide everything the view allows; emit what is final. */
+static void process(struct scan *s, const struct view *v)
+{
+	struct ctx c = {s, v, s->r, UINT64_MAX};
+	for (;;) {
+		if (s->nopen)
+			advance_opens(&c);
+		while (s->npend && s->pend[0].s <= s->scan) {
+			struct ival p = s->pend[0];
+			memmove(s->pend, s->pend + 1, (size_t)(--s->npend) * sizeof(p));
+			start_or_merge(s, v, p.s, p.e, p.kind);
+		}
+		if (s->comp_on && !s->nopen && s->scan >= s->comp.e)
+			close_comp(s);
+		/* an anchor needs the byte after it, so the last byte waits for the next feed */
+		uint64_t stop = v->eof || v->end == 0 ? v->end : v->end - 1;
+		bool event = false;
+		if (s->npend && s->pend[0].s < stop) {
+			stop = s->pend[0].s;
+			event = true;
+		}
+		if (s->comp_on && s->comp.e < stop) { /* with an open interval: wait there */
+			stop = s->comp.e;
+			event = !s->nopen;
+		}
+		uint64_t q = find_anchor(s->r, v, s->scan, stop);
+		if (q == UINT64_MAX) {
+			if (stop > s->scan)
+				s->scan = stop;
+			if (event)
+				continue;
+			s->need = v->end + 1;
+			break;
+		}
+		struct match m[8];
+		int n = 0;
+		c.need = UINT64_MAX;
+		if (eval(&c, q, m, &n) == MORE) {
+			s->scan = q;
+			s->need = c.need;
+			break;
+		}
+		s->scan = q;
+		for (int i = 1; i < n; i++) /* leftmost, then open, then longest first */
+			for (int j = i; j > 0 && match_before(&m[j], &m[j - 1]); j--) {
+				struct match t = m[j];
+				m[j] = m[j - 1];
+				m[j - 1] = t;
+			}
+		for (int i = 0; i < n; i++)
+			add_match(&c, &m[i], q);
+		s->scan = q + 1;
+	}
+	if (!s->comp_on)
+		emit_plain(s, v, s->scan);
+}
+
+static void scan_init(struct scan *s, const struct redactor *r, redact_emit_fn emit, void *ud)
+{
+	memset(s, 0, sizeof(*s));
+	s->r = r;
+	s->emit = emit;
+	s->ud = ud;
+}
+
+/* ---- redactor ---------------------------------------------------------------------------- */
+
+static void build_classes(uint16_t *cls)
+{
+	for (int c = 0; c < 256; c++) {
+		bool up = c >= 'A' && c <= 'Z', lo = c >= 'a' && c <= 'z',
+		     dig = c >= '0' && c <= '9';
+		bool al = up || lo || dig, visible = c > 0x20 && c != 0x7f;
+		uint16_t k = 0;
+		if (al || c == '_')
+			k |= C_WORD | C_ALNUM_;
+		if (al)
+			k |= C_ALNUM;
+		if (al || c == '_' || c == '-')
+			k |= C_TOK;
+		if (al || c == '-')
+			k |= C_SLACK;
+		if (up || dig)
+			k |= C_UPPER | C_LABEL;
+		if (al || c == '/' || c == '+')
+			k |= C_B64;
+		if (al || c == '_' || c == '/')
+			k |= C_HOOK;
+		if (visible && c != ':' && c != '@' && c != '/')
+			k |= C_USER;
+		if (visible && c != '@' && c != '/')
+			k |= C_PASS;
+		if (al || c == '+' || c == '.' || c == '-')
+			k |= C_SCHEME;
+		if (c == ' ')
+			k |= C_LABEL;
+		if (up || lo)
+			k |= C_ALPHA;
+		cls[c] = k;
+	}
+}
+
+static void set_bigram(struct redactor *r, uint8_t a, uint8_t b)
+{
+	unsigned k = (unsigned)a << 8 | b;
+	r->bigram[k >> 6] |= (uint64_t)1 << (k & 63);
+}
+
+static int pat_cmp(const void *pa, const void *pb)
+{
+	const struct pat *a = pa, *b = pb;
+	if (a->b[0] != b->b[0])
+		return a->b[0] < b->b[0] ? -1 : 1;
+	if (a->len != b->len)
+		return a->len > b->len ? -1 : 1;
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+/* Pieces of a string of length len: one, or overlapping PATTERN_MAX windows (each starting
+ * PATTERN_MAX - 1 after the previous, the last one flush with the end). */
+static size_t npieces(size_t len)
+{
+	return len <= PATTERN_MAX ? 1 : 1 + (len - 2) / (PATTERN_MAX - 1);
+}
+
+static size_t add_pieces(struct pat *out, const uint8_t *b, size_t len, int kind)
+{
+	size_t n = npieces(len);
+	for (size_t i = 0; i < n; i++) {
+		size_t off = i * (PATTERN_MAX - 1), plen = len < PATTERN_MAX ? len : PATTERN_MAX;
+		if (off + plen > len)
+			off = len - plen;
+		out[i] = (struct pat){b + off, (uint32_t)plen, (uint8_t)kind};
+	}
+	return n;
+}
+
+struct redactor *redactor_new(enum redact_mode mode, const char *const *values, size_t n_values,
+                              const char *const *custom, size_t n_custom)
+{
+	static const char *const bigrams[] = {"AK", "AS", "AG", "AI", "AR", "AN", "Aw",
+	                                      "AW", "aw", "aW", "gh", "gi", "gl", "xo",
+	                                      "ho", "sk", "rk", "ey", "--", ":/"};
+	struct redactor *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->mode = mode;
+	build_classes(r->cls);
+	for (int k = 0; k < RK__COUNT; k++) {
+		int n = snprintf(r->repl[k], sizeof(r->repl[k]), "[REDACTED:%s]", kind_names[k]);
+		r->repl_len[k] = (uint8_t)n;
+	}
+	for (size_t i = 0; i < sizeof(bigrams) / sizeof(bigrams[0]); i++)
+		set_bigram(r, (uint8_t)bigrams[i][0], (uint8_t)bigrams[i][1]);
+
+	size_t total = 0, npats = 0, max_pat = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *const *list = pass ? custom : values;
+		size_t n = pass ? n_custom : n_values, min = pass ? CUSTOM_MIN : VALUE_MIN;
+		for (size_t i = 0; list && i < n; i++) {
+			size_t len = list[i] ? strlen(list[i]) : 0;
+			if (len < min)
+				continue;
+			total += len;
+			npats += npieces(len);
+		}
+	}
+	r->pool = malloc(total ? total : 1);
+	r->pats = calloc(npats ? npats : 1, sizeof(*r->pats));
+	if (!r->pool || !r->pats) {
+		redactor_free(r);
+		return NULL;
+	}
+	uint8_t *w = r->pool;
+	for (int pass = 0; pass < 2; pass++) {
+		const char *const *list = pass ? custom : values;
+		size_t n = pass ? n_custom : n_values, min = pass ? CUSTOM_MIN : VALUE_MIN;
+		for (size_t i = 0; list && i < n; i++) {
+			size_t len = list[i] ? strlen(list[i]) : 0;
+			if (len < min)
+				continue;
+			memcpy(w, list[i], len);
+			r->npats +=
+			    add_pieces(r->pats + r->npats, w, len, pass ? RK_CUSTOM : RK_ENV_VALUE);
+			w += len;
+		}
+	}
+	qsort(r->pats, r->npats, sizeof(*r->pats), pat_cmp);
+	for (size_t i = r->npats; i-- > 0;) {
+		const struct pat *p = &r->pats[i];
+		r->first[p->b[0]] = (uint32_t)i;
+		r->count[p->b[0]]++;
+		set_bigram(r, p->b[0], p->b[1]);
+		if (p->len > max_pat)
+			max_pat = p->len;
+	}
+	r->holdback = PEM_LOOKAHEAD > TOKEN_LOOKAHEAD ? PEM_LOOKAHEAD : TOKEN_LOOKAHEAD;
+	if (max_pat > r->holdback)
+		r->holdback = max_pat;
+	return r;
+}
+
+void redactor_free(struct redactor *r)
+{
+	if (!r)
+		return;
+	free(r->pats);
+	free(r->pool);
+	free(r);
+}
+
+enum redact_mode redactor_mode(const struct redactor *r)
+{
+	return r->mode;
+}
+
+size_t redact_holdback(const struct redactor *r)
+{
+	return r->mode == REDACT_OFF ? 0 : r->holdback;
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+struct redact_stream {
+	struct scan sc;
+	redact_emit_fn emit;
+	void *ud;
+	uint8_t *win; /* input from offset base: LOOKBEHIND bytes of context, then held back */
+	size_t cap, len;
+	uint64_t base;
+	bool done;
+};
+
+struct redact_stream *redact_stream_new(const struct redactor *r, redact_emit_fn emit, void *ud)
+{
+	struct redact_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	scan_init(&s->sc, r, r->mode == REDACT_REDACT ? emit : NULL, ud);
+	s->emit = emit;
+	s->ud = ud;
+	if (r->mode != REDACT_OFF) {
+		s->cap = r->holdback + LOOKBEHIND + STEP;
+		s->win = malloc(s->cap);
+		if (!s->win) {
+			free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+static void stream_run(struct redact_stream *s, bool eof)
+{
+	struct view v = {s->win, s->base, s->base + s->len, eof};
+	process(&s->sc, &v);
+}
+
+/* Drop what no decision can look at again: all but LOOKBEHIND bytes before the scan
+ * position, and nothing an open PEM block still has to search. */
+static void stream_compact(struct redact_stream *s)
+{
+	uint64_t keep = s->sc.scan > LOOKBEHIND ? s->sc.scan - LOOKBEHIND : 0;
+	for (int i = 0; i < s->sc.nopen; i++)
+		if (s->sc.open[i].mode == OPEN_PEM && s->sc.open[i].front < keep)
+			keep = s->sc.open[i].front;
+	if (keep <= s->base)
+		return;
+	size_t drop = (size_t)(keep - s->base);
+	memmove(s->win, s->win + drop, s->len - drop);
+	s->len -= drop;
+	s->base = keep;
+}
+
+void redact_stream_feed(struct redact_stream *s, const char *buf, size_t len)
+{
+	if (!len || s->done)
+		return;
+	if (s->sc.r->mode != REDACT_REDACT)
+		s->emit(s->ud, buf,
+		        len); /* FLAG passes the bytes on unchanged; OFF does only that */
+	if (s->sc.r->mode == REDACT_OFF)
+		return;
+	while (len) {
+		if (s->len == s->cap)
+			stream_compact(s);
+		size_t n = s->cap - s->len < len ? s->cap - s->len : len;
+		memcpy(s->win + s->len, buf, n);
+		s->len += n;
+		buf += n;
+		len -= n;
+		/* nothing to decide until the input reaches what the last stop waited for */
+		if (s->base + s->len >= s->sc.need || s->len == s->cap)
+			stream_run(s, false);
+	}
+}
+
+void redact_stream_finish(struct redact_stream *s)
+{
+	if (s->done)
+		return;
+	s->done = true;
+	if (s->sc.r->mode != REDACT_OFF)
+		stream_run(s, true);
+}
+
+const struct redact_stats *redact_stream_stats(const struct redact_stream *s)
+{
+	return &s->sc.st;
+}
+
+void redact_stream_free(struct redact_stream *s)
+{
+	if (!s)
+		return;
+	free(s->win);
+	free(s);
+}
+
+/* ---- whole buffers ------------------------------------------------------------------------ */
+
+struct obuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void obuf_put(void *ud, const char *b, size_t n)
+{
+	struct obuf *o = ud;
+	if (o->oom)
+		return;
+	if (o->len + n + 1 > o->cap) {
+		size_t cap = o->cap ? o->cap : 64;
+		while (cap < o->len + n + 1)
+			cap *= 2;
+		char *p = realloc(o->p, cap);
+		if (!p) {
+			o->oom = true;
+			return;
+		}
+		o->p = p;
+		o->cap = cap;
+	}
+	memcpy(o->p + o->len, b, n);
+	o->len += n;
+}
+
+char *redact_buffer(const struct redactor *r, const char *buf, size_t len, size_t *out_len,
+                    struct redact_stats *stats)
+{
+	struct obuf o = {0};
+	struct scan sc;
+	scan_init(&sc, r, r->mode == REDACT_REDACT ? obuf_put : NULL, &o);
+	obuf_put(&o, "", 0);
+	if (r->mode != REDACT_OFF && len) {
+		/* the same engine as a stream, over the caller's bytes in one view */
+		struct view v = {(const uint8_t *)buf, 0, len, true};
+		process(&sc, &v);
+	}
+	if (r->mode != REDACT_REDACT && len)
+		obuf_put(&o, buf, len);
+	if (o.oom) {
+		free(o.p);
+		return NULL;
+	}
+	o.p[o.len] = '\0';
+	if (out_len)
+		*out_len = o.len;
+	if (stats)
+		*stats = sc.st;
+	return o.p;
+}

@@ -1,0 +1,442 @@
+# Audit store (issue 7): records of every kind of execution, list/show/export/stats, the hash
+# chain catching edits and deletions, retention that keeps the chain verifiable, concurrent
+# writers, and a store that is unavailable failing fast with the path and the fix.
+# Records are made by tests/audit_tool.c through src/audit.h (no sandbox needed); tampering
+# is done with the sqlite3 CLI, as an attacker with write access to the file would.
+
+# The test helper: beside corral in the test copy, else in the build tree.
+audit_tool_path() {
+	local t=${AUDIT_TOOL:-}
+	[ -n "$t" ] || t=$(dirname "$CORRAL")/audit_tool
+	[ -x "$t" ] || t=${BUILD:-build}/tests/audit_tool
+	[ -x "$t" ] || fail "audit_tool is not built: make ${BUILD:-build}/tests/audit_tool (tests/run.sh copies it beside corral)"
+	echo "$t"
+}
+audit_tool() {
+	local t
+	t=$(audit_tool_path) || exit 1
+	"$t" "$@"
+}
+aud() { "$CORRAL" audit --db "$WS/audit.db" "$@"; }
+need_sqlite3() { command -v sqlite3 >/dev/null || fail "the sqlite3 CLI is needed (apt-get install sqlite3)"; }
+# Run as a user without CAP_DAC_OVERRIDE, so that file modes apply to root too.
+no_dac() {
+	if is_root; then setpriv --inh-caps=-all --bounding-set=-all -- "$@"; else "$@"; fi
+}
+ms_now() { date +%s%3N; }
+
+test_audit_records_every_kind() {
+	local db=$WS/audit.db mcp run job
+	mcp=$(audit_tool "$db" record --kind mcp_call --no-result --id mcp-call-1 --client mcp \
+		--client-info '{"name":"test-client","version":"1.2"}' --cmd 'tools/call run') || fail "record mcp_call"
+	run=$(audit_tool "$db" record --kind run --cmd 'make test' --exit 0) || fail "record run"
+	audit_tool "$db" record --kind session_cmd --parent "$mcp" --client mcp --cmd 'cd src && ls' --exit 2 >/dev/null || fail "record session_cmd"
+	job=$(audit_tool "$db" record --kind job --parent "$mcp" --client mcp --cmd 'sleep 999' --timeout) || fail "record job"
+	audit_tool "$db" record --kind pipeline_stage --parent "$mcp" --client mcp --cmd 'grep x' --limit memory >/dev/null || fail "record stage"
+	audit_tool "$db" record --kind nonsense 2>/dev/null && fail "an unknown kind was accepted"
+
+	local list
+	list=$(aud list --json)
+	assert_eq "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' <<<"$list")" 5
+	# newest first
+	assert_eq "$(jget 0.kind <<<"$list")" pipeline_stage
+	assert_eq "$(jget 4.kind <<<"$list")" mcp_call
+	assert_eq "$(jget 4.command <<<"$list")" "tools/call run"
+	assert_eq "$(jget 3.id <<<"$list")" "$run"
+	assert_eq "$(jget 3.argv.2 <<<"$list")" "make test"
+	assert_eq "$(jget 3.exit_code <<<"$list")" 0
+	assert_eq "$(jget 2.exit_code <<<"$list")" 2
+	assert_eq "$(jget 2.parent <<<"$list")" "$mcp"
+	assert_eq "$(jget 1.timed_out <<<"$list")" true
+	assert_eq "$(jget 0.limit_hit <<<"$list")" memory
+	# every kind in the human table, with the status column
+	local table
+	table=$(aud list)
+	for k in run session_cmd job pipeline_stage mcp_call; do assert_contains "$table" "$k"; done
+	assert_contains "$table" "timeout"
+	assert_contains "$table" "exit 2"
+	assert_contains "$table" "memory"
+	assert_contains "$table" "${run:0:8}"
+	assert_eq "$(aud list --kind job --json | jget 0.id)" "$job"
+	# the MCP call shows its client and its children
+	local show
+	show=$(aud show mcp-call --json)
+	assert_eq "$(jget client_info.name <<<"$show")" test-client
+	assert_eq "$(jget client <<<"$show")" mcp
+	assert_eq "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)["children"]))' <<<"$show")" 3
+	aud verify >/dev/null || fail "a fresh store does not verify: $(aud verify)"
+}
+
+test_audit_security_events() {
+	local db=$WS/audit.db id
+	audit_tool "$db" record --timeout >/dev/null
+	audit_tool "$db" record --limit memory >/dev/null
+	audit_tool "$db" record --limit cpu --signal 9 >/dev/null
+	audit_tool "$db" record --error denied --cmd curl >/dev/null
+	audit_tool "$db" record --error setup >/dev/null
+	id=$(audit_tool "$db" record --signal 15 --cancelled)
+	audit_tool "$db" record --violations '[{"kind":"fs_write","object":"/etc/passwd"}]' --exit 1 >/dev/null
+	audit_tool "$db" event preflight_denied "" '{"rule":"commands.deny","command":"nc"}' || fail "record event"
+	audit_tool "$db" event 'Bad Kind' 2>/dev/null && fail "a malformed event kind was accepted"
+	local ev
+	ev=$(aud stats --json | jget events)
+	for k in timeout oom_kill limit_kill setup_failed cancelled violation; do
+		assert_eq "$(jget "$k" <<<"$ev")" 1 "event $k"
+	done
+	assert_eq "$(jget preflight_denied <<<"$ev")" 2 "the denied run and the standalone denial"
+	local show
+	show=$(aud show "$id" --json)
+	assert_eq "$(jget events.0.kind <<<"$show")" cancelled
+	assert_eq "$(jget events.0.detail.signal <<<"$show")" 15
+	assert_contains "$(aud show "$id")" "event:      cancelled"
+	aud verify >/dev/null || fail "events broke the chain: $(aud verify)"
+}
+
+test_audit_list_filters() {
+	local db=$WS/audit.db
+	audit_tool "$db" record --ago 7200000 --cmd 'old one' >/dev/null   # 2 hours ago
+	audit_tool "$db" record --cmd 'ok one' >/dev/null
+	audit_tool "$db" record --cmd 'failing one' --exit 1 >/dev/null
+	audit_tool "$db" record --cmd 'killed one' --signal 9 >/dev/null
+	local out
+	out=$(aud list --since 1h)
+	assert_not_contains "$out" "old one"
+	assert_contains "$out" "ok one"
+	out=$(aud list --failed)
+	assert_contains "$out" "failing one"
+	assert_contains "$out" "killed one"
+	assert_contains "$out" "SIGKILL"
+	assert_not_contains "$out" "ok one"
+	assert_eq "$(aud list --limit 1 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 1
+	assert_eq "$(aud list --limit 0 --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 4
+	# bad values are usage errors naming the flag
+	out=$(aud list --since soon 2>&1); assert_eq $? 125
+	assert_contains "$out" "--since"
+	out=$(aud list --max-rows 3 2>&1); assert_eq $? 125
+	out=$(aud frobnicate 2>&1); assert_eq $? 125
+	assert_contains "$out" "unknown command"
+}
+
+test_audit_show_output_and_prefix() {
+	local db=$WS/audit.db a b
+	a=$(audit_tool "$db" record --output --cmd 'echo hello')
+	b=$(audit_tool "$db" record --cmd 'echo quiet')
+	local out
+	out=$(aud show "${a:0:6}")
+	assert_contains "$out" "$a"
+	assert_contains "$out" "stdout:"
+	assert_contains "$out" "  hello"
+	assert_contains "$out" "profile:    default"
+	out=$(aud show "$a" --json)
+	assert_eq "$(jget stdout <<<"$out")" "hello
+world"
+	# invalid UTF-8 in the output is stored as U+FFFD, so the JSON stays valid
+	assert_contains "$(jget stderr <<<"$out")" $'\xef\xbf\xbd'
+	assert_eq "$(aud show "$b" --json | jget stdout)" null "output stored without --output"
+	assert_contains "$(aud show "$b")" "(not stored)"
+	out=$(aud show no-such-id 2>&1); assert_eq $? 125
+	assert_contains "$out" "no execution or event"
+	# a one-character prefix shared by both ids (when it is) is ambiguous
+	if [ "${a:0:1}" = "${b:0:1}" ]; then
+		out=$(aud show "${a:0:1}" 2>&1); assert_eq $? 125
+		assert_contains "$out" "ambiguous"
+	fi
+	out=$(aud show 2>&1); assert_eq $? 125
+}
+
+test_audit_export_json_lines() {
+	local db=$WS/audit.db
+	audit_tool "$db" record --exit 0 >/dev/null
+	audit_tool "$db" record --timeout >/dev/null  # + a timeout event
+	audit_tool "$db" record --kind job >/dev/null
+	local out
+	out=$(aud export --json) || fail "export failed"
+	assert_eq "$(wc -l <<<"$out")" 4
+	python3 - "$out" <<'PY' || fail "export is not a chain of JSON lines: $out"
+import json, sys
+rows = [json.loads(l) for l in sys.argv[1].splitlines()]
+assert [r["seq"] for r in rows] == [1, 2, 3, 4], [r["seq"] for r in rows]
+assert [r["type"] for r in rows] == ["execution", "execution", "event", "execution"]
+assert rows[2]["kind"] == "timeout" and rows[2]["execution_id"] == rows[1]["id"]
+for prev, row in zip(rows, rows[1:]):
+    assert row["prev_hash"] == prev["row_hash"]
+assert rows[0]["prev_hash"] == "0" * 64
+assert rows[0]["isolation"]["landlock"]["detail"] == "abi 4"
+PY
+}
+
+test_audit_stats_percentiles() {
+	local db=$WS/audit.db i
+	for i in $(seq 1 20); do
+		audit_tool "$db" record --duration $((i * 100)) --exit $((i % 5 == 0)) >/dev/null || fail "record $i"
+	done
+	audit_tool "$db" record --duration 5000 --timeout >/dev/null
+	local s
+	s=$(aud stats --json)
+	assert_eq "$(jget executions <<<"$s")" 21
+	assert_eq "$(jget failed <<<"$s")" 5 "4 non-zero exits and a timeout"
+	assert_eq "$(jget timeouts <<<"$s")" 1
+	# nearest rank: p50 of 21 values is the 11th (1100 ms), p95 the 20th (2000 ms)
+	assert_eq "$(jget duration_ms.p50 <<<"$s")" 1100
+	assert_eq "$(jget duration_ms.p95 <<<"$s")" 2000
+	assert_eq "$(jget duration_ms.max <<<"$s")" 5000
+	assert_eq "$(jget by_kind.run <<<"$s")" 21
+	python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert abs(d['failure_rate']-5/21)<1e-9 and abs(d['timeout_rate']-1/21)<1e-9, d" "$s" || fail "rates: $s"
+	local h
+	h=$(aud stats)
+	assert_contains "$h" "executions: 21 (failed 5, 23.8%; timed out 1, 4.8%)"
+	assert_contains "$h" "p50 1.1s, p95 2.0s"
+	# an empty window
+	assert_eq "$(aud stats --since 1ms --json | jget executions)" 0
+}
+
+test_audit_verify_catches_edit() {
+	need_sqlite3
+	local db=$WS/audit.db ids
+	audit_tool "$db" bulk 5 --exit 1 >/dev/null || fail "bulk"
+	aud verify >/dev/null || fail "not intact before the edit"
+	local victim
+	victim=$(sqlite3 "$db" "SELECT id FROM executions WHERE seq = 3")
+	sqlite3 "$db" "UPDATE executions SET exit_code = 0 WHERE seq = 3"
+	local out
+	out=$(aud verify); assert_eq $? 1 "verify must fail on an edited row"
+	assert_contains "$out" "TAMPERED: seq 3"
+	assert_contains "$out" "$victim"
+	assert_contains "$out" "changed after it was recorded"
+	out=$(aud verify --json)
+	assert_eq "$(jget ok <<<"$out")" false
+	assert_eq "$(jget first_bad.seq <<<"$out")" 3
+	assert_eq "$(jget first_bad.table <<<"$out")" executions
+	# undoing the edit restores the chain: the hash is over the values, nothing else
+	sqlite3 "$db" "UPDATE executions SET exit_code = 1 WHERE seq = 3"
+	aud verify >/dev/null || fail "restoring the value did not restore the chain"
+	# a stored output and an event detail are covered too
+	audit_tool "$db" record --output --timeout >/dev/null
+	sqlite3 "$db" "UPDATE executions SET stdout = 'nothing to see' WHERE stdout IS NOT NULL"
+	aud verify >/dev/null; assert_eq $? 1 "an edited stdout went unnoticed"
+	sqlite3 "$db" "UPDATE executions SET stdout = 'hello' || char(10) || 'world' || char(10) WHERE stdout IS NOT NULL"
+	aud verify >/dev/null || fail "restored stdout: $(aud verify)"
+	sqlite3 "$db" "UPDATE events SET detail = '{}'"
+	out=$(aud verify); assert_eq $? 1 "an edited event went unnoticed"
+	assert_contains "$out" "in events"
+}
+
+test_audit_verify_catches_deletion() {
+	need_sqlite3
+	local db=$WS/audit.db
+	audit_tool "$db" bulk 6 >/dev/null || fail "bulk"
+	cp "$db" "$WS/copy.db"
+	# a middle row
+	sqlite3 "$db" "DELETE FROM executions WHERE seq = 4"
+	local out
+	out=$(aud verify); assert_eq $? 1 "verify must fail on a deleted row"
+	assert_contains "$out" "seq 4"
+	assert_contains "$out" "deleted"
+	# the newest row: caught by the chain head
+	sqlite3 "$WS/copy.db" "DELETE FROM executions WHERE seq = 6"
+	out=$("$CORRAL" audit --db "$WS/copy.db" verify); assert_eq $? 1 "verify must fail on a deleted last row"
+	assert_contains "$out" "deleted at the end"
+	# a deleted row whose successor was renumbered to close the gap
+	sqlite3 "$WS/copy.db" "DELETE FROM executions WHERE seq = 2; UPDATE executions SET seq = seq - 1 WHERE seq > 2; UPDATE chain SET head_seq = 4"
+	out=$("$CORRAL" audit --db "$WS/copy.db" verify); assert_eq $? 1
+	assert_contains "$out" "prev_hash does not match"
+}
+
+test_audit_prune_by_age_keeps_chain() {
+	need_sqlite3
+	local db=$WS/audit.db
+	audit_tool "$db" bulk 5 --ago $((40 * 86400000)) --timeout >/dev/null || fail "old rows"
+	audit_tool "$db" bulk 3 >/dev/null || fail "new rows"
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM executions') $(sqlite3 "$db" 'SELECT count(*) FROM events')" "8 5"
+	local out
+	out=$(aud prune) || fail "prune failed: $out"
+	assert_contains "$out" "pruned 10 rows"
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM executions') $(sqlite3 "$db" 'SELECT count(*) FROM events')" "3 0"
+	out=$(aud verify --json) || fail "not verifiable after pruning: $out"
+	assert_eq "$(jget rows <<<"$out")" 3
+	assert_eq "$(jget anchor_seq <<<"$out")" 10
+	# nothing more to prune; new rows chain on
+	assert_contains "$(aud prune --max-age 1d)" "pruned 0 rows"
+	audit_tool "$db" record >/dev/null
+	aud verify >/dev/null || fail "not verifiable after pruning and recording: $(aud verify)"
+	# a deletion below the anchor's successor is still caught
+	sqlite3 "$db" "DELETE FROM executions WHERE seq = (SELECT min(seq) FROM executions)"
+	aud verify >/dev/null; assert_eq $? 1 "deleting the first row after the anchor went unnoticed"
+}
+
+test_audit_prune_by_count_keeps_chain() {
+	need_sqlite3
+	local db=$WS/audit.db
+	audit_tool "$db" bulk 30 >/dev/null || fail "bulk"
+	local out
+	out=$(aud prune --max-rows 10) || fail "prune failed: $out"
+	assert_contains "$out" "pruned 20 rows"
+	assert_eq "$(sqlite3 "$db" 'SELECT min(seq) || "-" || max(seq) FROM executions')" "21-30"
+	aud verify >/dev/null || fail "not verifiable after pruning: $(aud verify)"
+	# everything pruned: the anchor is the head, and recording continues from it
+	aud prune --max-age 0 --max-rows 1 >/dev/null
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM executions')" 1
+	audit_tool "$db" record >/dev/null
+	aud verify >/dev/null || fail "after pruning to one row: $(aud verify)"
+	# the opportunistic prune (every 100th row) applies the retention of the writer
+	audit_tool "$WS/auto.db" bulk 250 --keep-rows 50 >/dev/null || fail "bulk 250"
+	local n
+	n=$(sqlite3 "$WS/auto.db" 'SELECT count(*) FROM executions')
+	[ "$n" -le 150 ] && [ "$n" -ge 50 ] || fail "opportunistic prune kept $n rows (expected 50..150)"
+	"$CORRAL" audit --db "$WS/auto.db" verify >/dev/null || fail "auto prune broke the chain"
+}
+
+test_audit_prune_keeps_tampered_evidence() {
+	need_sqlite3
+	local db=$WS/audit.db
+	audit_tool "$db" bulk 10 >/dev/null || fail "bulk"
+	sqlite3 "$db" "UPDATE executions SET command = 'innocent' WHERE seq = 2"
+	local out
+	out=$(aud prune --max-rows 3 2>&1); assert_eq $? 125 "prune of a tampered prefix must refuse"
+	assert_contains "$out" "do not verify"
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM executions')" 10 "nothing may be pruned"
+	aud verify >/dev/null; assert_eq $? 1
+}
+
+test_audit_concurrent_writers() {
+	local db=$WS/audit.db
+	audit_tool "$db" open >/dev/null || fail "open"
+	audit_tool "$db" bulk 200 --kind job >"$WS/a.out" 2>&1 &
+	local p1=$!
+	audit_tool "$db" bulk 200 --kind session_cmd >"$WS/b.out" 2>&1 &
+	local p2=$!
+	wait $p1 || fail "writer 1: $(tail -3 "$WS/a.out")"
+	wait $p2 || fail "writer 2: $(tail -3 "$WS/b.out")"
+	assert_contains "$(cat "$WS/a.out")" "recorded 200, failed 0"
+	assert_contains "$(cat "$WS/b.out")" "recorded 200, failed 0"
+	local out
+	out=$(aud verify --json) || fail "concurrent writers broke the chain: $out"
+	assert_eq "$(jget rows <<<"$out")" 400
+	assert_eq "$(jget head_seq <<<"$out")" 400
+	local s
+	s=$(aud stats --json)
+	assert_eq "$(jget by_kind.job <<<"$s") $(jget by_kind.session_cmd <<<"$s")" "200 200"
+}
+
+test_audit_store_readonly_fails_fast() {
+	local dir=$WS/store out t0 t1
+	mkdir -p "$dir"
+	audit_tool "$dir/audit.db" record >/dev/null || fail "record"
+	chmod 0500 "$dir"
+	t0=$(ms_now)
+	out=$(no_dac "$(audit_tool_path)" "$dir/audit.db" record 2>&1 || true)
+	t1=$(ms_now)
+	chmod 0700 "$dir"
+	[ $((t1 - t0)) -lt 1000 ] || fail "took $((t1 - t0)) ms"
+	assert_contains "$out" "$dir/audit.db"
+	assert_contains "$out" "--audit off"
+	assert_contains "$out" "--audit PATH"
+	# a store in a read-only directory that does not exist yet
+	chmod 0500 "$dir"
+	out=$(no_dac "$(audit_tool_path)" "$dir/new/audit.db" record 2>&1) && fail "recorded into a read-only directory"
+	chmod 0700 "$dir"
+	assert_contains "$out" "$dir/new"
+	assert_contains "$out" "--audit off"
+	# a path through a regular file
+	touch "$WS/file"
+	out=$(audit_tool "$WS/file/audit.db" record 2>&1) && fail "recorded under a file"
+	assert_contains "$out" "$WS/file is not a directory"
+	# not a database
+	echo garbage >"$WS/garbage.db"
+	out=$(audit_tool "$WS/garbage.db" record 2>&1) && fail "recorded into garbage"
+	assert_contains "$out" "$WS/garbage.db"
+	assert_contains "$out" "not a corral audit store"
+	# another application's database is left alone
+	need_sqlite3
+	sqlite3 "$WS/other.db" "CREATE TABLE notes (t TEXT)"
+	out=$(audit_tool "$WS/other.db" record 2>&1) && fail "recorded into another database"
+	assert_contains "$out" "not a corral audit store"
+	assert_eq "$(sqlite3 "$WS/other.db" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")" notes
+}
+
+test_audit_store_locked_fails_fast_then_records_gap() {
+	local db=$WS/audit.db
+	audit_tool "$db" record >/dev/null || fail "record"
+	python3 - "$db" "$WS/locked" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("1")
+time.sleep(1.2)
+c.execute("COMMIT")
+PY
+	local holder=$!
+	for _ in $(seq 1 50); do [ -s "$WS/locked" ] && break; sleep 0.05; done
+	local t0 t1 out
+	t0=$(ms_now)
+	out=$(audit_tool "$db" record 2>&1) && fail "recorded into a locked store"
+	t1=$(ms_now)
+	[ $((t1 - t0)) -lt 1000 ] || fail "a locked store held the writer for $((t1 - t0)) ms"
+	assert_contains "$out" "locked"
+	assert_contains "$out" "$db"
+	assert_contains "$out" "--audit off"
+	# one process that fails while the lock is held and then succeeds records the gap
+	out=$(audit_tool "$db" bulk 8 --pause 300 2>&1)
+	wait $holder
+	assert_contains "$out" "recorded"
+	local n
+	n=$(aud stats --json | jget events.store_unavailable)
+	[ "$n" = 1 ] || fail "expected one store_unavailable event, got $n ($out)"
+	aud show "$(aud export | python3 -c 'import json,sys
+for l in sys.stdin:
+    r = json.loads(l)
+    if r.get("kind") == "store_unavailable": print(r["id"])')" | grep -q '"missed"' || fail "the gap event has no count"
+	aud verify >/dev/null || fail "$(aud verify)"
+}
+
+test_audit_default_path() {
+	local out
+	out=$(cd "$WS" && env -u XDG_STATE_HOME HOME="$WS" "$CORRAL" audit path)
+	assert_eq "$out" "$WS/.local/state/corral/audit.db"
+	(env -u XDG_STATE_HOME HOME="$WS" "$(audit_tool_path)" - record >/dev/null) || fail "record to the default store"
+	[ -f "$WS/.local/state/corral/audit.db" ] || fail "no store at the default path"
+	assert_eq "$(stat -c %a "$WS/.local/state/corral")" 700
+	assert_eq "$(stat -c %a "$WS/.local/state/corral/audit.db")" 600
+	out=$(env -u XDG_STATE_HOME HOME="$WS" "$CORRAL" audit list --json)
+	assert_eq "$(jget 0.kind <<<"$out")" run
+	assert_eq "$(XDG_STATE_HOME=$WS/xdg "$CORRAL" audit path)" "$WS/xdg/corral/audit.db"
+	# a relative XDG_STATE_HOME is ignored, as the spec says
+	assert_eq "$(XDG_STATE_HOME=rel HOME=$WS "$CORRAL" audit path)" "$WS/.local/state/corral/audit.db"
+	# reading a store that does not exist creates nothing and says so
+	out=$("$CORRAL" audit --db "$WS/none/audit.db" list 2>&1); assert_eq $? 125
+	assert_contains "$out" "$WS/none/audit.db"
+	[ ! -e "$WS/none" ] || fail "a reader created the store"
+}
+
+# The documented serialization (docs/audit.md) reproduces every row_hash: an auditor can
+# check an export without corral.
+test_audit_hash_format_documented() {
+	local db=$WS/audit.db
+	audit_tool "$db" record --output --timeout --client-info '{"name":"x"}' >/dev/null
+	audit_tool "$db" record --kind mcp_call --no-result --id m1 --cwd $'/odd\xffdir' >/dev/null
+	audit_tool "$db" event preflight_denied "" '{"rule":"r"}' >/dev/null
+	python3 - "$db" <<'PY' || fail "the documented hash does not match"
+import hashlib, sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); db.text_factory = bytes
+def enc(v):
+    if v is None: return b"n;"
+    if isinstance(v, int): return b"i%d;" % v
+    return b"s%d:" % len(v) + v
+rows = []
+for table in ("executions", "events"):
+    cur = db.execute(f"SELECT * FROM {table} ORDER BY seq")
+    cols = [d[0] for d in cur.description]
+    for r in cur:
+        d = dict(zip(cols, r))
+        hashed = [c for c in cols if c != "row_hash"]
+        data = b"corral-audit-1\n" + table.encode() + b"\n" + b"".join(enc(d[c]) for c in hashed)
+        assert hashlib.sha256(data).hexdigest().encode() == d["row_hash"], (table, d["seq"])
+        rows.append((d["seq"], d["prev_hash"], d["row_hash"]))
+rows.sort()
+prev = b"0" * 64
+for seq, p, h in rows:
+    assert p == prev, seq
+    prev = h
+assert len(rows) == 4, rows  # a run and its timeout event, an MCP call, a denial
+PY
+}
