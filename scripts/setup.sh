@@ -41,7 +41,7 @@ as_user() {
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 
 if ! command -v apt-get >/dev/null || ! command -v dpkg-query >/dev/null; then
-	die "this script needs apt and dpkg (Debian 12); install by hand: a C compiler, make, pkg-config, libseccomp-dev, libjansson-dev"
+	die "this script needs apt and dpkg (Debian 12); install by hand: a C compiler, make, pkg-config, libseccomp-dev, libjansson-dev, libsqlite3-dev, nettle-dev"
 fi
 
 # Build: build-essential, or at least its parts that corral needs.
@@ -49,9 +49,9 @@ WANT=()
 if ! installed build-essential; then
 	WANT+=(gcc make libc6-dev)
 fi
-WANT+=(pkg-config libseccomp-dev libjansson-dev)
+WANT+=(pkg-config libseccomp-dev libjansson-dev libsqlite3-dev nettle-dev)
 # Tests: JSON schema validation, pgrep, setpriv (the unprivileged pass), ip, the ASan build.
-WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev)
+WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev sqlite3 valgrind nodejs npm man-db)
 
 MISSING=()
 for p in "${WANT[@]}"; do

@@ -168,6 +168,8 @@ static int store_error(const char *path, sqlite3 *db, int rc, const char *what,
 		snprintf(why, sizeof(why), " (%s)", strerror(sys));
 	const char *fix;
 	int code = CORRAL_ESYS;
+	if (prim == SQLITE_READONLY) /* even a read of a WAL store needs to write its -shm */
+		what = "write to it";
 	switch (prim) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -307,6 +309,37 @@ static int make_parents(const char *path, struct corral_error *err)
 	return 0;
 }
 
+/* Before anything is written (even the journal mode): is this a store we may use? */
+static int check_store(struct audit *a, int64_t *version, struct corral_error *err)
+{
+	int64_t v = 0;
+	if (query_i64(a, "PRAGMA user_version", 0, 0, &v, err) < 0)
+		return err->code;
+	*version = v;
+	if (v == SCHEMA_VERSION)
+		return 0;
+	if (v > SCHEMA_VERSION)
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "audit",
+		    "audit store %s has schema version %" PRId64
+		    ", newer than this corral supports (%d); upgrade corral, " FIX_OTHER_STORE,
+		    a->path, v, SCHEMA_VERSION);
+	/* Version 0 is a new (empty) file, or some other database: never add tables to one
+	 * that holds tables of its own (--audit pointed at the wrong file). */
+	int64_t foreign = 0;
+	if (query_i64(a,
+	              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
+	              "('executions', 'events', 'chain') AND name NOT LIKE 'sqlite_%'",
+	              0, 0, &foreign, err) < 0)
+		return err->code;
+	if (foreign)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
+		                        "audit store %s: the file is a database with other tables, "
+		                        "not a corral audit store; " FIX_OTHER_STORE,
+		                        a->path);
+	return 0;
+}
+
 static int create_schema(struct audit *a, struct corral_error *err)
 {
 	static const char schema[] =
@@ -335,30 +368,6 @@ static int create_schema(struct audit *a, struct corral_error *err)
 	    "INSERT OR IGNORE INTO chain(k, head_seq, head_hash, anchor_seq, anchor_hash)"
 	    " VALUES (1, 0, '" GENESIS_HASH "', 0, '" GENESIS_HASH "');"
 	    "PRAGMA user_version = " stringify(SCHEMA_VERSION) ";";
-	int64_t v = 0;
-	if (query_i64(a, "PRAGMA user_version", 0, 0, &v, err) < 0)
-		return err->code;
-	if (v == SCHEMA_VERSION)
-		return 0;
-	if (v > SCHEMA_VERSION)
-		return corral_set_error(
-		    err, CORRAL_EINVAL, 0, "audit",
-		    "audit store %s has schema version %" PRId64
-		    ", newer than this corral supports (%d); upgrade corral, " FIX_OTHER_STORE,
-		    a->path, v, SCHEMA_VERSION);
-	/* Version 0 is a new (empty) file, or some other database: never add tables to one
-	 * that holds tables of its own (--audit pointed at the wrong file). */
-	int64_t foreign = 0;
-	if (query_i64(a,
-	              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT IN "
-	              "('executions', 'events', 'chain') AND name NOT LIKE 'sqlite_%'",
-	              0, 0, &foreign, err) < 0)
-		return err->code;
-	if (foreign)
-		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
-		                        "audit store %s: the file is a database with other tables, "
-		                        "not a corral audit store; " FIX_OTHER_STORE,
-		                        a->path);
 	if (exec_sql(a, "BEGIN IMMEDIATE", "create the schema", err) < 0)
 		return err->code;
 	/* another process may have created it meanwhile: IF NOT EXISTS makes this idempotent */
@@ -418,6 +427,17 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 		return err->code;
 	}
 	sqlite3_busy_timeout(a->db, AUDIT_BUSY_TIMEOUT_MS);
+	/* The CLI opens the store once per run: a checkpoint (and its fsyncs) at every close
+	 * would cost more than the sandbox. Checkpoints happen as the WAL grows instead
+	 * (wal_autocheckpoint), and the WAL file is kept between processes. */
+	sqlite3_db_config(a->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	int persist = 1;
+	sqlite3_file_control(a->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	int64_t version = 0;
+	if (check_store(a, &version, err) < 0) {
+		audit_close(a);
+		return err->code;
+	}
 	sqlite3_stmt *st = NULL;
 	rc = sqlite3_prepare_v2(a->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
 	if (rc == SQLITE_OK)
@@ -435,7 +455,7 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	 * schema may, and it should not depend on the connection's default. */
 	if (exec_sql(a, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", "configure", err) <
 	        0 ||
-	    create_schema(a, err) < 0) {
+	    (version != SCHEMA_VERSION && create_schema(a, err) < 0)) {
 		audit_close(a);
 		return err->code;
 	}

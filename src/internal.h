@@ -107,6 +107,10 @@ int result_add_layer(struct corral_result *res, const char *name, int applied,
 int result_add_violation(struct corral_result *res, const char *kind, const char *object,
                          const char *rule, const char *hint, int inferred);
 void result_free_violations(struct corral_result *res);
+/* The violations as a compact JSON array (malloc'ed), for the audit store. */
+char *result_violations_json(const struct corral_result *res);
+/* SHA-256 (hex) of the resolved policy of cfg: what the audit records as policy_hash. */
+void policy_hash(const struct corral_config *cfg, char out[65]);
 /* Fill res->violations from the evidence and, for failed runs, from the error output. */
 void violations_collect(const struct corral_config *cfg, struct corral_result *res);
 

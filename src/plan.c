@@ -206,7 +206,12 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	       !L->seccomp ? skip
 	       : L->userns ? "deny-list, EPERM"
 	                   : "deny-list, EPERM; unix sockets denied (no namespaces)");
-	record(res, "caps", true, "all dropped, no_new_privs");
+	/* Without a user namespace an unprivileged process cannot empty its bounding set (it
+	 * holds no capability to begin with); say exactly that. */
+	if (L->userns || L->uid == 0)
+		record(res, "caps", true, "all dropped, no_new_privs");
+	else
+		record(res, "caps", false, "no_new_privs only (an unprivileged caller has none)");
 }
 
 /* The environment block; without a mount namespace TMPDIR names the private host tmp. */

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <elf.h>
+#include <nettle/sha2.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -691,4 +692,60 @@ int policy_exec_files(const struct corral_config *cfg, char ***files, size_t *n,
 				return oom(err);
 	}
 	return 0;
+}
+
+/* ---- policy hash ------------------------------------------------------------------------ */
+
+static void h_str(struct sha256_ctx *c, const char *tag, const char *v)
+{
+	sha256_update(c, strlen(tag) + 1, (const uint8_t *)tag);
+	if (v)
+		sha256_update(c, strlen(v) + 1, (const uint8_t *)v);
+	else
+		sha256_update(c, 1, (const uint8_t *)"");
+}
+
+static void h_list(struct sha256_ctx *c, const char *tag, char **v, size_t n)
+{
+	char num[32];
+	snprintf(num, sizeof(num), "%zu", n);
+	h_str(c, tag, num);
+	for (size_t i = 0; i < n; i++)
+		h_str(c, tag, v[i]);
+}
+
+void policy_hash(const struct corral_config *cfg, char out[65])
+{
+	struct sha256_ctx c;
+	sha256_init(&c);
+	char num[64];
+	h_str(&c, "profile", cfg->profile_name);
+	h_str(&c, "workspace", cfg->workspace);
+	snprintf(num, sizeof(num), "%d/%d/%d/%d/%d", (int)cfg->mode, (int)cfg->net, cfg->workspace_ro,
+	         cfg->etc_minimal, cfg->redact_mode);
+	h_str(&c, "flags", num);
+	for (int i = 0; i < CORRAL_LIMIT__COUNT; i++) {
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)cfg->limits[i]);
+		h_str(&c, "limit", num);
+	}
+	snprintf(num, sizeof(num), "%llu/%llu/%zu", (unsigned long long)cfg->timeout_ms,
+	         (unsigned long long)cfg->kill_after_ms, cfg->output_cap);
+	h_str(&c, "time", num);
+	h_list(&c, "read", cfg->fs_read, cfg->n_read);
+	h_list(&c, "write", cfg->fs_write, cfg->n_write);
+	h_list(&c, "deny", cfg->fs_deny, cfg->n_deny);
+	h_list(&c, "protected", cfg->protected_set ? cfg->protected_paths : NULL,
+	       cfg->protected_set ? cfg->n_protected : 0);
+	h_list(&c, "env_allow", cfg->env_allow, cfg->n_env_allow);
+	h_list(&c, "env_deny", cfg->env_deny, cfg->n_env_deny);
+	for (size_t i = 0; i < cfg->n_env; i++)
+		h_str(&c, "env_set", cfg->env[i].name); /* names only: values may be secrets */
+	for (size_t i = 0; i < cfg->n_cmd_allow; i++)
+		h_str(&c, "cmd_allow", cfg->cmd_allow[i].match);
+	for (size_t i = 0; i < cfg->n_cmd_deny; i++)
+		h_str(&c, "cmd_deny", cfg->cmd_deny[i].match);
+	uint8_t d[SHA256_DIGEST_SIZE];
+	sha256_digest(&c, sizeof(d), d);
+	for (size_t i = 0; i < sizeof(d); i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }

@@ -38,16 +38,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The first four can be made tiny at build time (-DTOKEN_BOUND=48 ...) so the fuzzer reaches
+ * the bounds, the open intervals and the window compaction with small inputs. */
+#ifndef TOKEN_BOUND
 #define TOKEN_BOUND 4096u /* token run examined before the interval goes open */
-#define PEM_MAX 65536u    /* an END must start this close to its BEGIN, or the block goes open */
-#define PEM_LABEL_MAX 64u /* "RSA PRIVATE KEY" and the like */
+#endif
+#ifndef PEM_MAX
+#define PEM_MAX 65536u /* an END must start this close to its BEGIN, or the block goes open */
+#endif
+#ifndef PATTERN_MAX
 #define PATTERN_MAX 4096u /* longer exact strings become overlapping pieces */
+#endif
+#ifndef STEP
+#define STEP 65536u /* window room for new input on top of the holdback */
+#endif
+#define PEM_LABEL_MAX 64u /* "RSA PRIVATE KEY" and the like */
 #define VALUE_MIN 6u
 #define CUSTOM_MIN 4u
 #define LOOKBEHIND 64u /* input kept before the scan position: word boundary, URL scheme */
 #define SCHEME_MAX 32u /* how far back a URL scheme is looked for (< LOOKBEHIND) */
 #define SEP_MAX 16u    /* blanks around the = or : after aws_secret_access_key */
-#define STEP 65536u    /* window room for new input on top of the holdback */
 /* The furthest any matcher looks past its anchor: */
 #define PEM_LOOKAHEAD (PEM_MAX + 2 * (PEM_LABEL_MAX + 16))
 #define TOKEN_LOOKAHEAD (3 * (TOKEN_BOUND + 1) + 64)

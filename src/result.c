@@ -159,6 +159,30 @@ static json_t *json_bytes(const char *s, size_t n)
 	return j;
 }
 
+static json_t *violations_json(const struct corral_result *res)
+{
+	json_t *viol = json_array();
+	for (size_t i = 0; i < res->n_violations; i++) {
+		const struct corral_violation *v = &res->violations[i];
+		json_t *j = json_object();
+		json_object_set_new(j, "kind", json_string(v->kind));
+		json_object_set_new(j, "object", json_bytes(v->object, strlen(v->object)));
+		json_object_set_new(j, "rule", json_bytes(v->rule, strlen(v->rule)));
+		json_object_set_new(j, "hint", json_bytes(v->hint, strlen(v->hint)));
+		json_object_set_new(j, "inferred", json_boolean(v->inferred));
+		json_array_append_new(viol, j);
+	}
+	return viol;
+}
+
+char *result_violations_json(const struct corral_result *res)
+{
+	json_t *v = violations_json(res);
+	char *s = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	return s;
+}
+
 static json_t *result_json(const struct corral_result *res)
 {
 	json_t *o = json_object();
@@ -205,18 +229,7 @@ static json_t *result_json(const struct corral_result *res)
 		json_object_set_new(iso, res->layers[i].name, l);
 	}
 	json_object_set_new(o, "isolation", iso);
-	json_t *viol = json_array();
-	for (size_t i = 0; i < res->n_violations; i++) {
-		const struct corral_violation *v = &res->violations[i];
-		json_t *j = json_object();
-		json_object_set_new(j, "kind", json_string(v->kind));
-		json_object_set_new(j, "object", json_bytes(v->object, strlen(v->object)));
-		json_object_set_new(j, "rule", json_bytes(v->rule, strlen(v->rule)));
-		json_object_set_new(j, "hint", json_bytes(v->hint, strlen(v->hint)));
-		json_object_set_new(j, "inferred", json_boolean(v->inferred));
-		json_array_append_new(viol, j);
-	}
-	json_object_set_new(o, "violations", viol);
+	json_object_set_new(o, "violations", violations_json(res));
 	json_t *red = json_object();
 	json_object_set_new(red, "mode", json_string(res->redaction_mode ? res->redaction_mode
 	                                                                 : "redact"));

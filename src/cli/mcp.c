@@ -14,40 +14,41 @@
 
 void usage_mcp(FILE *f)
 {
-	fputs("Usage: corral mcp [OPTIONS]\n"
-	      "\n"
-	      "Serve the Model Context Protocol (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)\n"
-	      "on stdin/stdout for agent hosts. Tools: run_command, run_code. Every call runs in\n"
-	      "a fresh sandbox with the settings below; a call can only narrow them (a shorter\n"
-	      "timeout, a cwd inside the workspace, variables from the --allow-env list).\n"
-	      "Logs go to stderr. See docs/mcp.md for host configuration.\n"
-	      "\n"
-	      "Options:\n"
-	      "  -w, --workspace DIR      the read-write workspace (default: current directory)\n"
-	      "  -t, --timeout DUR        per-call wall-clock timeout and its maximum (default\n"
-	      "                           60s; 0 = none); DUR is 30, 1.5, 250ms, 2m or 1h\n"
-	      "      --kill-after DUR     grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
-	      "      --memory SIZE        memory limit per call (512k, 64M, 2G)\n"
-	      "      --cpu SECONDS        CPU time limit per call (0 = none)\n"
-	      "      --pids N             process limit per call (default 1024; 0 = none)\n"
-	      "      --nofile N           open files limit (default 1024)\n"
-	      "      --fsize SIZE         largest file a call may write\n"
-	      "      --tmpfs-size SIZE    size of the private /tmp (default 256M)\n"
-	      "      --max-output SIZE    bytes kept per stream; head and tail kept (default 1M)\n"
-	      "      --env NAME           pass NAME from corral's environment to every call\n"
-	      "      --env NAME=VALUE     set NAME for every call\n"
-	      "      --allow-env PATTERN  names a call may set through its env argument (glob,\n"
-	      "                           repeatable; default: none)\n"
-	      "      --net none|host      network: none (loopback only, default) or the host's\n"
-	      "      --mode MODE          required (default), auto or none; see corral help run\n"
-	      "      --max-concurrent N   sandboxes running at once (default: 2 x cores); more\n"
-	      "                           calls wait in a FIFO queue\n"
-	      "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
-	      "                           gets a \"server busy\" error result\n"
-	      "      --max-message-bytes SIZE  largest request line (default 4M); a longer one\n"
-	      "                           is discarded and answered with an error\n"
-	      "  -h, --help               show this help\n",
-	      f);
+	fputs(
+	    "Usage: corral mcp [OPTIONS]\n"
+	    "\n"
+	    "Serve the Model Context Protocol (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)\n"
+	    "on stdin/stdout for agent hosts. Tools: run_command, run_code. Every call runs in\n"
+	    "a fresh sandbox with the settings below; a call can only narrow them (a shorter\n"
+	    "timeout, a cwd inside the workspace, variables from the --allow-env list).\n"
+	    "Logs go to stderr. See docs/mcp.md for host configuration.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -w, --workspace DIR      the read-write workspace (default: current directory)\n"
+	    "  -t, --timeout DUR        per-call wall-clock timeout and its maximum (default\n"
+	    "                           60s; 0 = none); DUR is 30, 1.5, 250ms, 2m or 1h\n"
+	    "      --kill-after DUR     grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
+	    "      --memory SIZE        memory limit per call (512k, 64M, 2G)\n"
+	    "      --cpu SECONDS        CPU time limit per call (0 = none)\n"
+	    "      --pids N             process limit per call (default 1024; 0 = none)\n"
+	    "      --nofile N           open files limit (default 1024)\n"
+	    "      --fsize SIZE         largest file a call may write\n"
+	    "      --tmpfs-size SIZE    size of the private /tmp (default 256M)\n"
+	    "      --max-output SIZE    bytes kept per stream; head and tail kept (default 1M)\n"
+	    "      --env NAME           pass NAME from corral's environment to every call\n"
+	    "      --env NAME=VALUE     set NAME for every call\n"
+	    "      --allow-env PATTERN  names a call may set through its env argument (glob,\n"
+	    "                           repeatable; default: none)\n"
+	    "      --net none|host      network: none (loopback only, default) or the host's\n"
+	    "      --mode MODE          required (default), auto or none; see corral help run\n"
+	    "      --max-concurrent N   sandboxes running at once (default: 2 x cores); more\n"
+	    "                           calls wait in a FIFO queue\n"
+	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
+	    "                           gets a \"server busy\" error result\n"
+	    "      --max-message-bytes SIZE  largest request line (default 4M); a longer one\n"
+	    "                           is discarded and answered with an error\n"
+	    "  -h, --help               show this help\n",
+	    f);
 }
 
 enum {
@@ -69,25 +70,25 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{"workspace", required_argument, NULL, 'w'},
-	{"timeout", required_argument, NULL, 't'},
-	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"cpu", required_argument, NULL, OPT_CPU},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"nofile", required_argument, NULL, OPT_NOFILE},
-	{"fsize", required_argument, NULL, OPT_FSIZE},
-	{"tmpfs-size", required_argument, NULL, OPT_TMPFS},
-	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
-	{"env", required_argument, NULL, OPT_ENV},
-	{"allow-env", required_argument, NULL, OPT_ALLOW_ENV},
-	{"net", required_argument, NULL, OPT_NET},
-	{"mode", required_argument, NULL, OPT_MODE},
-	{"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
-	{"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
-	{"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+    {"workspace", required_argument, NULL, 'w'},
+    {"timeout", required_argument, NULL, 't'},
+    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"fsize", required_argument, NULL, OPT_FSIZE},
+    {"tmpfs-size", required_argument, NULL, OPT_TMPFS},
+    {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"allow-env", required_argument, NULL, OPT_ALLOW_ENV},
+    {"net", required_argument, NULL, OPT_NET},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+    {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+    {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int bad_value(const char *flag, const char *value, const char *why)
@@ -171,7 +172,8 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 	case OPT_NOFILE:
 		flag = c == OPT_PIDS ? "--pids" : "--nofile";
 		lim = c == OPT_PIDS ? CORRAL_LIMIT_PIDS : CORRAL_LIMIT_NOFILE;
-		if ((c == OPT_NOFILE || strcmp(arg, "0")) && parse_count(arg, 1u << 22, &v, &why) < 0)
+		if ((c == OPT_NOFILE || strcmp(arg, "0")) &&
+		    parse_count(arg, 1u << 22, &v, &why) < 0)
 			return bad_value(flag, arg, why);
 		break;
 	case OPT_MAX_OUTPUT:
@@ -199,7 +201,8 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 		return r;
 	}
 	case OPT_ALLOW_ENV:
-		if (!*arg || strchr(arg, '='))
+		if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		                         "0123456789_*?[]!-") != strlen(arg))
 			return bad_value("--allow-env", arg,
 			                 "expected a variable name or a glob such as 'MY_*'");
 		if (add_allow(o, arg) < 0)

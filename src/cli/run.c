@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "audit.h"
 #include "internal.h"
 
 void usage_run(FILE *f)
@@ -52,6 +54,9 @@ void usage_run(FILE *f)
 	      "                         limits, command decision) and run nothing\n"
 	      "      --quiet            no notes from corral on stderr after the command\n"
 	      "      --redact MODE      secrets in the output: redact (default), flag, off\n"
+	      "      --audit PATH|off   the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
+	      "                         else ~/.local/state/corral/audit.db); off: no record\n"
+	      "      --audit-output     also store the (redacted, capped) output in the record\n"
 	      "      --net none|host    network: none (loopback only, default) or the host's\n"
 	      "      --mode MODE        required (default): fail if a layer is missing;\n"
 	      "                         auto: use what the host offers and report the rest;\n"
@@ -84,6 +89,8 @@ enum {
 	OPT_DRY_RUN,
 	OPT_QUIET,
 	OPT_REDACT,
+	OPT_AUDIT,
+	OPT_AUDIT_OUTPUT,
 };
 
 static const struct option long_opts[] = {
@@ -111,12 +118,16 @@ static const struct option long_opts[] = {
 	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
 	{"quiet", no_argument, NULL, OPT_QUIET},
 	{"redact", required_argument, NULL, OPT_REDACT},
+	{"audit", required_argument, NULL, OPT_AUDIT},
+	{"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
 
 struct run_opts {
 	const char *shell, *workspace, *cwd, *profile;
+	const char *audit; /* NULL: the default store; "off": none */
+	bool audit_output;
 	uint64_t timeout_ms, kill_after_ms;
 	bool timeout_set, kill_after_set;
 	bool stdin_pass, json, dry_run, quiet;
@@ -182,6 +193,12 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		return 0;
 	case OPT_QUIET:
 		o->quiet = true;
+		return 0;
+	case OPT_AUDIT:
+		o->audit = arg;
+		return 0;
+	case OPT_AUDIT_OUTPUT:
+		o->audit_output = true;
 		return 0;
 	case OPT_REDACT:
 		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))
@@ -271,6 +288,8 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	return 0;
 }
 
+static bool cancelled_by_signal;
+
 /* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
  * grace, so that Ctrl-C still ends in a result. */
 static struct corral_result *run_with_signals(const corral_config *cfg, struct corral_error *err)
@@ -300,8 +319,10 @@ static struct corral_result *run_with_signals(const corral_config *cfg, struct c
 			break;
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
-			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				cancelled_by_signal = true;
 				corral_proc_cancel(p, cfg->kill_after_ms, NULL);
+			}
 		}
 		r = corral_proc_step(p, 0, err);
 	}
@@ -311,6 +332,42 @@ static struct corral_result *run_with_signals(const corral_config *cfg, struct c
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return res;
+}
+
+/* Record the run in the audit store. Never fails the run: a store that cannot be written
+ * is reported once on stderr. */
+static void audit_run(const corral_config *cfg, const struct run_opts *o,
+                      const struct corral_result *res, int64_t started_ms)
+{
+	if (o->audit && !strcmp(o->audit, "off"))
+		return;
+	struct corral_error err = {0};
+	struct audit *a = NULL;
+	if (audit_open(o->audit, &a, &err) < 0) {
+		cli_error("audit: %s (the run itself is not affected)", err.message);
+		return;
+	}
+	char hash[65];
+	policy_hash(cfg, hash);
+	char *viol = result_violations_json(res);
+	struct audit_run r = {
+		.res = res,
+		.kind = "run",
+		.client = "cli",
+		.cwd = cfg->cwd ? cfg->cwd : cfg->workspace,
+		.profile = cfg->profile_name ? cfg->profile_name : "default",
+		.policy_hash = hash,
+		.started_at_ms = started_ms,
+		.store_output = o->audit_output,
+		.cancelled = res->signal && !res->timed_out && res->limit == CORRAL_HIT_NONE &&
+		             cancelled_by_signal,
+		.violations_json = viol,
+		.redactions = res->redactions,
+	};
+	if (audit_record_run(a, &r, &err) < 0)
+		cli_error("audit: %s (the run itself is not affected)", err.message);
+	free(viol);
+	audit_close(a);
 }
 
 static int exit_code_for(const struct corral_result *res)
@@ -455,10 +512,13 @@ int cmd_run(int argc, char **argv)
 	/* Our stdout may be a closed pipe; a failed write must not kill corral before it has
 	 * reaped the sandbox. */
 	signal(SIGPIPE, SIG_IGN);
+	struct timespec t0;
+	clock_gettime(CLOCK_REALTIME, &t0);
 	struct corral_result *res = run_with_signals(cfg, &err);
 	int code = EXIT_CORRAL_FAILED;
 	if (res) {
 		code = exit_code_for(res);
+		audit_run(cfg, &o, res, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000);
 		if (o.json) {
 			char *json = NULL;
 			if (corral_result_to_json(res, &json, &err) == 0) {

@@ -154,7 +154,7 @@ bool jr_id_valid(const json_t *id)
 }
 
 static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -176,12 +176,15 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 	 * string is needed. */
 	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!m->root)
-		return invalid(m, JR_PARSE_ERROR, "parse error: %s (at byte %d); send one JSON object "
-		               "per line", jerr.text, jerr.position);
+		return invalid(m, JR_PARSE_ERROR,
+		               "parse error: %s (at byte %d); send one JSON object "
+		               "per line",
+		               jerr.text, jerr.position);
 	if (json_is_array(m->root))
-		return invalid(m, JR_INVALID_REQUEST,
-		               "invalid request: batches (JSON arrays) are not supported; JSON-RPC "
-		               "batching was removed from MCP in 2025-06-18; send one message per line");
+		return invalid(
+		    m, JR_INVALID_REQUEST,
+		    "invalid request: batches (JSON arrays) are not supported; JSON-RPC "
+		    "batching was removed from MCP in 2025-06-18; send one message per line");
 	if (!json_is_object(m->root))
 		return invalid(m, JR_INVALID_REQUEST,
 		               "invalid request: a message must be a JSON object, not %s",
@@ -215,7 +218,8 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 		               "invalid request: method must be a string, not %s",
 		               jr_type_name(method));
 	if (strlen(json_string_value(method)) != json_string_length(method))
-		return invalid(m, JR_INVALID_REQUEST, "invalid request: method contains a NUL byte");
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: method contains a NUL byte");
 	json_t *params = json_object_get(m->root, "params");
 	if (params && !json_is_object(params) && !json_is_array(params))
 		return invalid(m, JR_INVALID_REQUEST,
@@ -355,16 +359,18 @@ char *jr_dispatch(const struct jr_method *table, size_t n, void *ctx, bool initi
 	if (!h) {
 		char msg[400];
 		snprintf(msg, sizeof(msg), "method not found: '%.200s'%s", m->method,
-		         find(table, n, m->method, true) ? " is a notification; send it without an id"
-		                                         : "");
+		         find(table, n, m->method, true)
+		             ? " is a notification; send it without an id"
+		             : "");
 		return jr_error_line(m->id, JR_METHOD_NOT_FOUND, msg);
 	}
 	if (!initialized && !(h->flags & JR_M_BEFORE_INIT)) {
 		char msg[400];
-		snprintf(msg, sizeof(msg),
-		         "server not initialized: send 'initialize' before '%.200s' (only 'ping' is "
-		         "allowed before it)",
-		         m->method);
+		snprintf(
+		    msg, sizeof(msg),
+		    "server not initialized: send 'initialize' before '%.200s' (only 'ping' is "
+		    "allowed before it)",
+		    m->method);
 		return jr_error_line(m->id, JR_NOT_INITIALIZED, msg);
 	}
 	struct jr_reply r = {0};
@@ -402,9 +408,15 @@ char *mcp_utf8_clean(const char *s, size_t n)
 	size_t o = 0;
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
-		size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-		                        : (c & 0xf8) == 0xf0     ? 4 : 0;
-		uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1fu) : len == 3 ? (c & 0x0fu) : (c & 0x07u);
+		size_t len = c < 0x80             ? 1
+		             : (c & 0xe0) == 0xc0 ? 2
+		             : (c & 0xf0) == 0xe0 ? 3
+		             : (c & 0xf8) == 0xf0 ? 4
+		                                  : 0;
+		uint32_t cp = len == 1   ? c
+		              : len == 2 ? (c & 0x1fu)
+		              : len == 3 ? (c & 0x0fu)
+		                         : (c & 0x07u);
 		if (len > 1 && i + len > n) {
 			/* a sequence cut at the end: drop it if what is there is a valid prefix */
 			bool prefix = true;

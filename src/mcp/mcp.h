@@ -42,7 +42,7 @@ enum jr_frame_kind { JR_FRAME_LINE, JR_FRAME_TOOLONG };
 typedef void (*jr_frame_cb)(void *ud, enum jr_frame_kind kind, const char *line, size_t len);
 
 struct jr_framer {
-	char *buf;        /* the partial line so far */
+	char *buf; /* the partial line so far */
 	size_t len, cap;
 	size_t max;
 	bool discarding;  /* inside an over-long line */
@@ -88,10 +88,10 @@ char *jr_notification_line(const char *method, json_t *params /* stolen */);
 
 /* What a method handler answers. Exactly one of: result set, code set, or deferred. */
 struct jr_reply {
-	json_t *result;     /* owned by the reply until sent */
+	json_t *result; /* owned by the reply until sent */
 	int code;
 	char message[512];
-	bool deferred;      /* the handler answers later (a tool call) */
+	bool deferred; /* the handler answers later (a tool call) */
 };
 
 typedef void (*jr_handler)(void *ctx, const struct jr_msg *m, struct jr_reply *r);
@@ -115,7 +115,7 @@ char *jr_dispatch(const struct jr_method *table, size_t n, void *ctx, bool initi
 
 /* Fill r with an error; returns nothing, for "return jr_fail(r, ...)" in handlers. */
 void jr_fail(struct jr_reply *r, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 /* The JSON type of v for messages ("string", "integer", "null", ...). */
 const char *jr_type_name(const json_t *v);
@@ -143,21 +143,21 @@ struct mcp_env {
 };
 
 struct mcp_options {
-	char *workspace;                  /* absolute path */
-	uint64_t timeout_ms;              /* per call, 0 = none; calls may only lower it */
+	char *workspace;     /* absolute path */
+	uint64_t timeout_ms; /* per call, 0 = none; calls may only lower it */
 	uint64_t kill_after_ms;
 	uint64_t limits[CORRAL_LIMIT__COUNT];
 	bool limit_set[CORRAL_LIMIT__COUNT];
-	size_t output_cap;                /* 0: library default */
+	size_t output_cap; /* 0: library default */
 	enum corral_mode mode;
 	enum corral_net net;
-	struct mcp_env *env;              /* fixed variables for every call */
+	struct mcp_env *env; /* fixed variables for every call */
 	size_t n_env;
-	char **allow_env;                 /* fnmatch patterns of names a call may set */
+	char **allow_env; /* fnmatch patterns of names a call may set */
 	size_t n_allow_env;
-	unsigned max_concurrent;          /* running sandboxes */
-	size_t max_queue;                 /* waiting calls beyond that */
-	size_t max_message;               /* bytes per incoming message */
+	unsigned max_concurrent; /* running sandboxes */
+	size_t max_queue;        /* waiting calls beyond that */
+	size_t max_message;      /* bytes per incoming message */
 };
 
 void mcp_options_free(struct mcp_options *o);
@@ -187,9 +187,8 @@ void mcp_plan_free(struct mcp_plan *p);
 enum mcp_prepare { MCP_PREP_OK = 0, MCP_PREP_UNKNOWN_TOOL, MCP_PREP_BAD_ARGS };
 /* Validate a tools/call into a plan. UNKNOWN_TOOL and BAD_ARGS fill why (one line that names
  * the argument and says what is expected). args may be NULL. */
-enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
-                                  const json_t *args, struct mcp_plan *plan, char *why,
-                                  size_t whylen);
+enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name, const json_t *args,
+                                  struct mcp_plan *plan, char *why, size_t whylen);
 
 /* The CallToolResult of a finished run (new reference). */
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,

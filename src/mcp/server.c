@@ -24,12 +24,12 @@
 #include <unistd.h>
 
 #define READ_CHUNK 65536
-#define PROGRESS_EVERY_MS 500   /* at most one notification per call this often */
+#define PROGRESS_EVERY_MS 500 /* at most one notification per call this often */
 #define PROGRESS_TICK_MS 100
-#define LAST_LINE_MAX 200       /* characters of the latest output line in progress messages */
-#define OUTQ_HIGH (16u << 20)   /* stop reading requests while this much output waits */
+#define LAST_LINE_MAX 200     /* characters of the latest output line in progress messages */
+#define OUTQ_HIGH (16u << 20) /* stop reading requests while this much output waits */
 #define OUTQ_LOW (4u << 20)
-#define SHUTDOWN_FLUSH_MS 2000  /* how long replies already built may take to drain at exit */
+#define SHUTDOWN_FLUSH_MS 2000 /* how long replies already built may take to drain at exit */
 
 enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL };
 struct watch {
@@ -53,7 +53,7 @@ struct call {
 	uint64_t out_bytes;
 	char last[LAST_LINE_MAX + 1]; /* the latest complete output line */
 	size_t last_len;
-	char cur[LAST_LINE_MAX + 1];  /* the line being written */
+	char cur[LAST_LINE_MAX + 1]; /* the line being written */
 	size_t cur_len;
 	struct call *prev, *next; /* live calls (queued and running) */
 	struct call *qnext;       /* the FIFO queue */
@@ -199,7 +199,8 @@ static void send_line(struct server *s, char *line)
 				cap *= 2;
 			char *g = realloc(s->outq, cap);
 			if (!g) {
-				/* Dropping part of a line would corrupt the stream: give up cleanly. */
+				/* Dropping part of a line would corrupt the stream: give up
+				 * cleanly. */
 				logmsg("out of memory queueing output; shutting down");
 				s->stop = true;
 				free(line);
@@ -314,10 +315,11 @@ static void start_call(struct server *s, struct call *c)
 	if (r == 0) {
 		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->w};
 		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_proc_fd(c->proc), &ev) < 0) {
+			int e = errno;
 			snprintf(err.message, sizeof(err.message),
-			         "server: cannot watch the sandbox: epoll_ctl: %s", strerror(errno));
+			         "server: cannot watch the sandbox: epoll_ctl: %s", strerror(e));
 			err.code = CORRAL_ESYS;
-			err.sys_errno = errno;
+			err.sys_errno = e;
 			corral_proc_destroy(c->proc);
 			c->proc = NULL;
 			r = -1;
@@ -347,7 +349,8 @@ static void step_call(struct server *s, struct call *c)
 	} else {
 		struct corral_result *res = NULL;
 		if (corral_proc_result(c->proc, &res, &err) == 0) {
-			respond(s, c, c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version));
+			respond(s, c,
+			        c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version));
 			corral_result_free(res);
 		} else {
 			respond(s, c, mcp_tool_error(err.message));
@@ -474,6 +477,7 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 
 	const struct mcp_options *o = s->o;
 	char instr[1200], tmo[64];
+	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace)); /* JSON text is UTF-8 */
 	if (o->timeout_ms)
 		snprintf(tmo, sizeof(tmo), "%.3g s", (double)o->timeout_ms / 1000.0);
 	else
@@ -485,15 +489,16 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	         "the call, and only files written to the workspace persist between calls. "
 	         "Timeout per call: %s (timeout_s can only lower it). Up to %u calls run at once; "
 	         "more wait in a queue.",
-	         o->workspace, o->net == CORRAL_NET_HOST ? "the host network is shared"
-	                                                 : "there is no network",
+	         ws ? ws : "?",
+	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network",
 	         tmo, o->max_concurrent);
+	free(ws);
 	json_t *info = json_pack("{s:s, s:s}", "name", "corral", "version", CORRAL_VERSION);
 	if (mcp_version_at_least(s->version, "2025-06-18"))
 		json_object_set_new(info, "title", json_string("corral sandbox"));
-	r->result = json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", s->version,
-	                      "capabilities", "tools", "listChanged", 0, "serverInfo", info,
-	                      "instructions", instr);
+	r->result =
+	    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", s->version, "capabilities",
+	              "tools", "listChanged", 0, "serverInfo", info, "instructions", instr);
 }
 
 static void m_ping(void *ctx, const struct jr_msg *m, struct jr_reply *r)
@@ -507,7 +512,8 @@ static void m_tools_list(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 {
 	struct server *s = ctx;
 	if (m->params && !json_is_object(m->params))
-		return jr_fail(r, JR_INVALID_PARAMS, "invalid params: params must be an object, not %s",
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params must be an object, not %s",
 		               jr_type_name(m->params));
 	json_t *cursor = json_object_get(m->params, "cursor");
 	if (cursor && !json_is_string(cursor))
@@ -644,12 +650,12 @@ static void n_cancelled(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 }
 
 static const struct jr_method methods[] = {
-	{"initialize", m_initialize, JR_M_BEFORE_INIT},
-	{"ping", m_ping, JR_M_BEFORE_INIT},
-	{"tools/list", m_tools_list, 0},
-	{"tools/call", m_tools_call, 0},
-	{"notifications/initialized", n_initialized, JR_M_NOTIFICATION},
-	{"notifications/cancelled", n_cancelled, JR_M_NOTIFICATION | JR_M_BEFORE_INIT},
+    {"initialize", m_initialize, JR_M_BEFORE_INIT},
+    {"ping", m_ping, JR_M_BEFORE_INIT},
+    {"tools/list", m_tools_list, 0},
+    {"tools/call", m_tools_call, 0},
+    {"notifications/initialized", n_initialized, JR_M_NOTIFICATION},
+    {"notifications/cancelled", n_cancelled, JR_M_NOTIFICATION | JR_M_BEFORE_INIT},
 };
 
 /* ---- input ------------------------------------------------------------------------------ */
@@ -670,8 +676,8 @@ static void on_frame(void *ud, enum jr_frame_kind kind, const char *line, size_t
 	}
 	struct jr_msg m;
 	jr_parse(line, len, &m);
-	char *out = jr_dispatch(methods, sizeof(methods) / sizeof(methods[0]), s, s->initialized,
-	                        &m);
+	char *out =
+	    jr_dispatch(methods, sizeof(methods) / sizeof(methods[0]), s, s->initialized, &m);
 	if (out)
 		send_line(s, out);
 	jr_msg_free(&m);
@@ -705,9 +711,9 @@ static void on_signal(struct server *s)
 	struct signalfd_siginfo si;
 	while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		s->stop = true;
-		s->stop_reason = si.ssi_signo == SIGTERM   ? "SIGTERM"
-		                 : si.ssi_signo == SIGINT  ? "SIGINT"
-		                                           : "SIGHUP";
+		s->stop_reason = si.ssi_signo == SIGTERM  ? "SIGTERM"
+		                 : si.ssi_signo == SIGINT ? "SIGINT"
+		                                          : "SIGHUP";
 	}
 }
 

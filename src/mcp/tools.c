@@ -21,21 +21,23 @@ struct language {
 };
 
 static struct language languages[] = {
-	{"python", "python3", false},
-	{"node", "node", false},
-	{"bash", "bash", false},
-	{"sh", "sh", false},
+    {"python", "python3", false},
+    {"node", "node", false},
+    {"bash", "bash", false},
+    {"sh", "sh", false},
 };
 #define N_LANGUAGES (sizeof(languages) / sizeof(languages[0]))
 
 /* The sandbox's PATH (src/env.c): an interpreter is offered only when the sandbox can find
  * it there, because only system directories are visible inside. */
-static const char *const sandbox_path[] = {"/usr/local/bin", "/usr/bin", "/bin",
+static const char *const sandbox_path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
                                            "/usr/local/sbin", "/usr/sbin", "/sbin"};
 
 /* With stdin given, the code travels in this variable; execve limits one string to 128 KiB
  * (MAX_ARG_STRLEN), "CORRAL_CODE=" and the NUL included. */
 #define CODE_ENV_MAX 131000
+/* Bytes of the command shown in the headline of a result. */
+#define HEADLINE_MAX 1000
 
 void mcp_tools_init(const struct mcp_options *o)
 {
@@ -72,11 +74,11 @@ struct tool {
 };
 
 static const struct tool tools[] = {
-	{"run_command", "Run a command in the sandbox", TOOL_RUN_COMMAND},
-	{"run_code", "Run code in the sandbox", TOOL_RUN_CODE},
-	/* can_i (policy query: read, write, exec or connect) goes here once the policy engine
-	 * lands; it answers from `corral policy check` and cannot change the policy.
-	 * The shell-session and background-job tools of their own issue go here too. */
+    {"run_command", "Run a command in the sandbox", TOOL_RUN_COMMAND},
+    {"run_code", "Run code in the sandbox", TOOL_RUN_CODE},
+    /* can_i (policy query: read, write, exec or connect) goes here once the policy engine
+     * lands; it answers from `corral policy check` and cannot change the policy.
+     * The shell-session and background-job tools of their own issue go here too. */
 };
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
 
@@ -101,43 +103,44 @@ static const struct tool *find_tool(const char *name)
 /* The result object (docs/result.schema.json), flattened: no $ref and no $schema, so that
  * every client validator (Ajv in draft-07 mode, for one) compiles it. */
 static const char output_schema_json[] =
-	"{\"type\":\"object\","
-	"\"description\":\"The run result, as `corral run --json` prints it (docs/result.schema.json)\","
-	"\"required\":[\"id\",\"argv\",\"command\",\"exit_code\",\"signal\",\"signal_name\","
-	"\"timed_out\",\"limit\",\"duration_ms\",\"stdout\",\"stderr\",\"stdout_bytes\","
-	"\"stderr_bytes\",\"stdout_truncated\",\"stderr_truncated\",\"usage\",\"mode\","
-	"\"isolation\",\"error\"],"
-	"\"properties\":{"
-	"\"id\":{\"type\":\"string\",\"description\":\"a random UUID for this run\"},"
-	"\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
-	"\"command\":{\"type\":[\"string\",\"null\"],\"description\":\"the shell string, or null\"},"
-	"\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null when killed by a "
-	"signal or not started\"},"
-	"\"signal\":{\"type\":[\"integer\",\"null\"]},"
-	"\"signal_name\":{\"type\":[\"string\",\"null\"],\"description\":\"KILL, TERM, ...\"},"
-	"\"timed_out\":{\"type\":\"boolean\"},"
-	"\"limit\":{\"type\":[\"string\",\"null\"],\"enum\":[\"timeout\",\"cpu\",\"memory\","
-	"\"fsize\",\"pids\",\"output\",null],\"description\":\"the limit that ended the run\"},"
-	"\"duration_ms\":{\"type\":\"integer\",\"minimum\":0},"
-	"\"stdout\":{\"type\":\"string\",\"description\":\"captured; head and tail kept when "
-	"truncated\"},"
-	"\"stderr\":{\"type\":\"string\"},"
-	"\"stdout_bytes\":{\"type\":\"integer\",\"minimum\":0},"
-	"\"stderr_bytes\":{\"type\":\"integer\",\"minimum\":0},"
-	"\"stdout_truncated\":{\"type\":\"boolean\"},"
-	"\"stderr_truncated\":{\"type\":\"boolean\"},"
-	"\"usage\":{\"type\":\"object\",\"required\":[\"user_ms\",\"sys_ms\",\"max_rss_kb\"],"
-	"\"properties\":{\"user_ms\":{\"type\":\"integer\"},\"sys_ms\":{\"type\":\"integer\"},"
-	"\"max_rss_kb\":{\"type\":\"integer\"}}},"
-	"\"mode\":{\"type\":\"string\",\"enum\":[\"required\",\"auto\",\"none\"]},"
-	"\"isolation\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
-	"\"required\":[\"applied\",\"detail\"],\"properties\":{\"applied\":{\"type\":\"boolean\"},"
-	"\"detail\":{\"type\":\"string\"}}}},"
-	"\"error\":{\"type\":[\"object\",\"null\"],\"required\":[\"code\",\"name\",\"errno\","
-	"\"step\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"name\":{\"type\":"
-	"\"string\"},\"errno\":{\"type\":\"integer\"},\"step\":{\"type\":\"string\"},\"message\":"
-	"{\"type\":\"string\"}}}"
-	"}}";
+    "{\"type\":\"object\","
+    "\"description\":\"The run result, as `corral run --json` prints it "
+    "(docs/result.schema.json)\","
+    "\"required\":[\"id\",\"argv\",\"command\",\"exit_code\",\"signal\",\"signal_name\","
+    "\"timed_out\",\"limit\",\"duration_ms\",\"stdout\",\"stderr\",\"stdout_bytes\","
+    "\"stderr_bytes\",\"stdout_truncated\",\"stderr_truncated\",\"usage\",\"mode\","
+    "\"isolation\",\"error\"],"
+    "\"properties\":{"
+    "\"id\":{\"type\":\"string\",\"description\":\"a random UUID for this run\"},"
+    "\"argv\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"command\":{\"type\":[\"string\",\"null\"],\"description\":\"the shell string, or null\"},"
+    "\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null when killed by a "
+    "signal or not started\"},"
+    "\"signal\":{\"type\":[\"integer\",\"null\"]},"
+    "\"signal_name\":{\"type\":[\"string\",\"null\"],\"description\":\"KILL, TERM, ...\"},"
+    "\"timed_out\":{\"type\":\"boolean\"},"
+    "\"limit\":{\"type\":[\"string\",\"null\"],\"enum\":[\"timeout\",\"cpu\",\"memory\","
+    "\"fsize\",\"pids\",\"output\",null],\"description\":\"the limit that ended the run\"},"
+    "\"duration_ms\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"stdout\":{\"type\":\"string\",\"description\":\"captured; head and tail kept when "
+    "truncated\"},"
+    "\"stderr\":{\"type\":\"string\"},"
+    "\"stdout_bytes\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"stderr_bytes\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"stdout_truncated\":{\"type\":\"boolean\"},"
+    "\"stderr_truncated\":{\"type\":\"boolean\"},"
+    "\"usage\":{\"type\":\"object\",\"required\":[\"user_ms\",\"sys_ms\",\"max_rss_kb\"],"
+    "\"properties\":{\"user_ms\":{\"type\":\"integer\"},\"sys_ms\":{\"type\":\"integer\"},"
+    "\"max_rss_kb\":{\"type\":\"integer\"}}},"
+    "\"mode\":{\"type\":\"string\",\"enum\":[\"required\",\"auto\",\"none\"]},"
+    "\"isolation\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"object\","
+    "\"required\":[\"applied\",\"detail\"],\"properties\":{\"applied\":{\"type\":\"boolean\"},"
+    "\"detail\":{\"type\":\"string\"}}}},"
+    "\"error\":{\"type\":[\"object\",\"null\"],\"required\":[\"code\",\"name\",\"errno\","
+    "\"step\",\"message\"],\"properties\":{\"code\":{\"type\":\"integer\"},\"name\":{\"type\":"
+    "\"string\"},\"errno\":{\"type\":\"integer\"},\"step\":{\"type\":\"string\"},\"message\":"
+    "{\"type\":\"string\"}}}"
+    "}}";
 
 static json_t *prop(const char *type, const char *description)
 {
@@ -177,23 +180,29 @@ static void add_common_props(json_t *props, const struct mcp_options *o)
 			if (used >= sizeof(names))
 				used = sizeof(names) - 1;
 		}
-		snprintf(desc, sizeof(desc), "Environment variables to set (name to value). Allowed "
-		                             "names: %s.", names);
+		snprintf(desc, sizeof(desc),
+		         "Environment variables to set (name to value). Allowed "
+		         "names: %s.",
+		         names);
 		json_t *e = prop("object", desc);
-		json_object_set_new(e, "additionalProperties", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(e, "additionalProperties",
+		                    json_pack("{s:s}", "type", "string"));
 		json_object_set_new(props, "env", e);
 	}
 }
 
 static void describe_sandbox(char *buf, size_t n, const struct mcp_options *o)
 {
+	/* A path is bytes; JSON text must be UTF-8. */
+	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace));
 	snprintf(buf, n,
 	         "Each call runs in a fresh sandbox: the workspace %s is read-write (and the "
 	         "current directory and HOME), the system is read-only, /tmp is private and "
 	         "empty, %s, and no process survives the call; only files written to the "
 	         "workspace persist.",
-	         o->workspace, o->net == CORRAL_NET_HOST ? "the host network is shared"
-	                                                 : "there is no network");
+	         ws ? ws : "?",
+	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network");
+	free(ws);
 }
 
 static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, const char *version)
@@ -205,8 +214,9 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 	describe_sandbox(sandbox, sizeof(sandbox), o);
 	if (t->id == TOOL_RUN_COMMAND) {
 		json_object_set_new(props, "command",
-		                    prop("string", "A shell command line, run with /bin/sh -c. Give "
-		                                   "this or argv."));
+		                    prop("string",
+		                         "A shell command line, run with /bin/sh -c. Give "
+		                         "this or argv."));
 		json_t *argv = prop("array", "The program and its arguments, run without a shell "
 		                             "(the program is looked up in PATH). Give this or "
 		                             "command.");
@@ -227,8 +237,9 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 					strcat(names, ", ");
 				strcat(names, languages[i].name);
 			}
-		json_t *lang = prop("string", "The interpreter: python (python3), node, bash or sh; "
-		                              "only those present on this host are offered.");
+		json_t *lang =
+		    prop("string", "The interpreter: python (python3), node, bash or sh; "
+		                   "only those present on this host are offered.");
 		json_object_set_new(lang, "enum", langs);
 		json_object_set_new(props, "language", lang);
 		json_object_set_new(props, "code", prop("string", "The program text."));
@@ -293,8 +304,7 @@ static int bad(char *why, size_t n, const char *fmt, ...)
 }
 
 /* A string argument without NUL bytes (C strings cannot carry them). */
-static int get_cstring(const json_t *args, const char *key, const char **out, char *why,
-                       size_t n)
+static int get_cstring(const json_t *args, const char *key, const char **out, char *why, size_t n)
 {
 	json_t *v = json_object_get(args, key);
 	*out = NULL;
@@ -398,8 +408,8 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		if (ms > 1e12)
 			return bad(why, n, "timeout_s: %g is too large", s);
 		plan->timeout_ms = (uint64_t)ms;
-		if (corral_config_set_timeout_ms(plan->cfg, plan->timeout_ms, o->kill_after_ms, &err) <
-		    0)
+		if (corral_config_set_timeout_ms(plan->cfg, plan->timeout_ms, o->kill_after_ms,
+		                                 &err) < 0)
 			return bad(why, n, "timeout_s: %s", err.message);
 	}
 
@@ -423,20 +433,23 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		json_object_foreach(env, name, v)
 		{
 			if (!o->n_allow_env)
-				return bad(why, n,
-				           "env.%.60s: this server allows no variables (the operator can "
-				           "allow names with corral mcp --allow-env NAME)",
-				           name);
+				return bad(
+				    why, n,
+				    "env.%.60s: this server allows no variables (the operator can "
+				    "allow names with corral mcp --allow-env NAME)",
+				    name);
 			if (!env_allowed(o, name))
 				return bad(why, n,
-				           "env.%.60s: not allowed; this server allows only names matching "
+				           "env.%.60s: not allowed; this server allows only names "
+				           "matching "
 				           "its --allow-env list (see the tool's env description)",
 				           name);
 			if (!json_is_string(v))
 				return bad(why, n, "env.%.60s: must be a string, not %s", name,
 				           jr_type_name(v));
 			if (strlen(json_string_value(v)) != json_string_length(v))
-				return bad(why, n, "env.%.60s: must not contain NUL characters", name);
+				return bad(why, n, "env.%.60s: must not contain NUL characters",
+				           name);
 			if (corral_config_setenv(plan->cfg, name, json_string_value(v), &err) < 0)
 				return bad(why, n, "env.%.60s: %s", name, err.message);
 		}
@@ -515,11 +528,13 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 		return -1;
 	json_t *argv = json_object_get(args, "argv");
 	if (cmd && argv)
-		return bad(why, n, "give either command (a shell string) or argv (an array), not "
-		                   "both");
+		return bad(why, n,
+		           "give either command (a shell string) or argv (an array), not "
+		           "both");
 	if (!cmd && !argv)
-		return bad(why, n, "command: required (a shell string), or give argv (an array of "
-		                   "strings)");
+		return bad(why, n,
+		           "command: required (a shell string), or give argv (an array of "
+		           "strings)");
 	if (cmd) {
 		if (!*cmd)
 			return bad(why, n, "command: must not be empty");
@@ -530,7 +545,8 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 		plan->argv = strv_dup(v);
 		if (asprintf(&plan->display, "$ %s", cmd) < 0)
 			plan->display = NULL;
-		return plan->argv && plan->command && plan->display ? 0 : bad(why, n, "out of memory");
+		return plan->argv && plan->command && plan->display ? 0
+		                                                    : bad(why, n, "out of memory");
 	}
 	if (!json_is_array(argv))
 		return bad(why, n, "argv: must be an array of strings, not %s", jr_type_name(argv));
@@ -544,7 +560,8 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 		json_t *a = json_array_get(argv, i);
 		if (!json_is_string(a)) {
 			free(v);
-			return bad(why, n, "argv[%zu]: must be a string, not %s", i, jr_type_name(a));
+			return bad(why, n, "argv[%zu]: must be a string, not %s", i,
+			           jr_type_name(a));
 		}
 		if (strlen(json_string_value(a)) != json_string_length(a)) {
 			free(v);
@@ -593,8 +610,8 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 	if (!lang)
 		return bad(why, n, "language: required (one of: %s)", names);
 	if (!L)
-		return bad(why, n, "language: '%.40s' is not available here; choose one of: %s", lang,
-		           names);
+		return bad(why, n, "language: '%.40s' is not available here; choose one of: %s",
+		           lang, names);
 	json_t *code = json_object_get(args, "code");
 	if (!code)
 		return bad(why, n, "code: required (the program text)");
@@ -610,16 +627,17 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 	                   "125; }; ";
 	if (own_stdin) {
 		if (len > CODE_ENV_MAX)
-			return bad(why, n,
-			           "code: %zu bytes is too long together with stdin (at most %d bytes "
-			           "then; without stdin the code may be as long as a message allows)",
-			           len, CODE_ENV_MAX);
+			return bad(
+			    why, n,
+			    "code: %zu bytes is too long together with stdin (at most %d bytes "
+			    "then; without stdin the code may be as long as a message allows)",
+			    len, CODE_ENV_MAX);
 		r = asprintf(&script,
 		             "f=$(mktemp \"${TMPDIR:-/tmp}/corral-code.XXXXXX\") && printf '%%s' "
 		             "\"$CORRAL_CODE\" >\"$f\" %sunset CORRAL_CODE; exec %s \"$f\"",
 		             fail, L->exe);
-		if (r >= 0 && corral_config_setenv(plan->cfg, "CORRAL_CODE", json_string_value(code),
-		                                   &err) < 0) {
+		if (r >= 0 && corral_config_setenv(plan->cfg, "CORRAL_CODE",
+		                                   json_string_value(code), &err) < 0) {
 			free(script);
 			return bad(why, n, "code: %s", err.message);
 		}
@@ -629,7 +647,8 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 		             "%sexec %s \"$f\" </dev/null",
 		             fail, L->exe);
 		if (r >= 0 && len &&
-		    corral_config_set_stdin_data(plan->cfg, json_string_value(code), len, &err) < 0) {
+		    corral_config_set_stdin_data(plan->cfg, json_string_value(code), len, &err) <
+		        0) {
 			free(script);
 			return bad(why, n, "code: %s", err.message);
 		}
@@ -651,13 +670,12 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 }
 
 static const char *const run_command_keys[] = {"command", "argv", "cwd", "timeout_s",
-                                               "stdin", "env", NULL};
+                                               "stdin",   "env",  NULL};
 static const char *const run_code_keys[] = {"language", "code", "cwd", "timeout_s",
-                                            "stdin", "env", NULL};
+                                            "stdin",    "env",  NULL};
 
-enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
-                                  const json_t *args, struct mcp_plan *plan, char *why,
-                                  size_t whylen)
+enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name, const json_t *args,
+                                  struct mcp_plan *plan, char *why, size_t whylen)
 {
 	memset(plan, 0, sizeof(*plan));
 	const struct tool *t = find_tool(name);
@@ -761,7 +779,17 @@ static char *result_text(const struct mcp_plan *plan, const struct corral_result
                          const json_t *structured)
 {
 	struct sbuf b = {0};
-	sb_printf(&b, "%s\n", plan->display ? plan->display : "$ ?");
+	/* The headline names the command; a long one is cut (at a character boundary). */
+	const char *d = plan->display ? plan->display : "$ ?";
+	size_t dl = strlen(d);
+	char *head = mcp_utf8_clean(d, dl > HEADLINE_MAX ? HEADLINE_MAX : dl);
+	if (head) {
+		sb_add(&b, head, strlen(head));
+		if (dl > HEADLINE_MAX)
+			sb_printf(&b, " ... [%zu bytes]", dl - 2);
+		sb_add(&b, "\n", 1);
+	}
+	free(head);
 	if (res->timed_out)
 		sb_printf(&b, "timed out after %.1fs; killed by signal %d (%s)\n",
 		          (double)plan->timeout_ms / 1000.0, res->signal ? res->signal : SIGKILL,
@@ -802,8 +830,8 @@ static char *result_text(const struct mcp_plan *plan, const struct corral_result
 		                                                                      : "redacted",
 		          (unsigned long long)res->redactions, res->redactions == 1 ? "" : "s",
 		          res->redaction_mode && !strcmp(res->redaction_mode, "flag")
-		                  ? " (left in place)"
-		                  : " (replaced by [REDACTED:<kind>])");
+		              ? " (left in place)"
+		              : " (replaced by [REDACTED:<kind>])");
 	if (res->error.code == 0 || res->stdout_bytes || res->stderr_bytes) {
 		stream_block(&b, "stdout", structured, res, true);
 		stream_block(&b, "stderr", structured, res, false);
@@ -817,14 +845,20 @@ static char *result_text(const struct mcp_plan *plan, const struct corral_result
 
 static json_t *text_item(const char *text)
 {
-	return json_pack("{s:s, s:s}", "type", "text", "text", text);
+	json_t *t = json_string(text);
+	if (!t) { /* not UTF-8 after all: never lose the item */
+		char *clean = mcp_utf8_clean(text, strlen(text));
+		t = json_string(clean ? clean : "");
+		free(clean);
+	}
+	return json_pack("{s:s, s:o}", "type", "text", "text", t);
 }
 
 json_t *mcp_tool_error(const char *message)
 {
 	char *clean = mcp_utf8_clean(message, strlen(message));
-	json_t *r = json_pack("{s:[o], s:b}", "content", text_item(clean ? clean : "error"),
-	                      "isError", 1);
+	json_t *r =
+	    json_pack("{s:[o], s:b}", "content", text_item(clean ? clean : "error"), "isError", 1);
 	free(clean);
 	return r;
 }
@@ -877,8 +911,9 @@ json_t *mcp_tool_spawn_failed(const struct mcp_plan *plan, const struct mcp_opti
 	res.argv = plan->argv;
 	res.command = plan->command;
 	res.exit_code = -1;
-	res.mode = o->mode == CORRAL_MODE_NONE ? "none" : o->mode == CORRAL_MODE_AUTO ? "auto"
-	                                                                             : "required";
+	res.mode = o->mode == CORRAL_MODE_NONE   ? "none"
+	           : o->mode == CORRAL_MODE_AUTO ? "auto"
+	                                         : "required";
 	res.error = *err;
 	if (!res.error.code)
 		res.error.code = CORRAL_ESYS;

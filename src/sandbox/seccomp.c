@@ -219,6 +219,42 @@ static int add_userns_rules(scmp_filter_ctx ctx, struct corral_error *err)
 	return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", __NR_clone3, 0, NULL, err);
 }
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+
+/* No setuid or setgid files: the sandbox owns what it creates in the workspace (as root, uid
+ * 0), and nosuid on the sandbox's mounts does nothing for the host, where a setuid-root file
+ * left in the workspace would be a local root for anyone who can reach it. As systemd's
+ * RestrictSUIDSGID=: every call that sets a mode is refused when the mode carries S_ISUID or
+ * S_ISGID; openat2 keeps its mode in memory, so it reports ENOSYS (callers fall back to
+ * openat). */
+static int add_setuid_rules(scmp_filter_ctx ctx, struct corral_error *err)
+{
+	static const struct {
+		const char *name;
+		int nr;
+		unsigned arg;
+	} calls[] = {
+		{"chmod", __NR_chmod, 1},     {"fchmod", __NR_fchmod, 1},
+		{"fchmodat", __NR_fchmodat, 2}, {"fchmodat2", __NR_fchmodat2, 2},
+		{"open", __NR_open, 2},       {"creat", __NR_creat, 1},
+		{"openat", __NR_openat, 3},   {"mknod", __NR_mknod, 1},
+		{"mknodat", __NR_mknodat, 2},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(calls); i++)
+		for (unsigned bit = 0; bit < 2; bit++) {
+			/* one compare per rule: "setuid bit set" and "setgid bit set" */
+			scmp_datum_t m = bit ? S_ISGID : S_ISUID;
+			struct scmp_arg_cmp c = {calls[i].arg, SCMP_CMP_MASKED_EQ, m, m};
+			int rc = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), calls[i].name, calls[i].nr, 1, &c,
+			                  err);
+			if (rc < 0)
+				return rc;
+		}
+	return add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", __NR_openat2, 0, NULL, err);
+}
+
 static int build_rules(scmp_filter_ctx ctx, const struct seccomp_opts *opts,
                        struct corral_error *err)
 {
@@ -238,6 +274,8 @@ static int build_rules(scmp_filter_ctx ctx, const struct seccomp_opts *opts,
 	if (!opts || !opts->allow_userns)
 		if ((rc = add_userns_rules(ctx, err)) < 0)
 			return rc;
+	if ((rc = add_setuid_rules(ctx, err)) < 0)
+		return rc;
 	/* prlimit64 on another process (same uid) would change the supervisor's limits where
 	 * there is no pid namespace; glibc's setrlimit uses pid 0, which stays allowed. */
 	struct scmp_arg_cmp not_self = SCMP_A0(SCMP_CMP_NE, 0);

@@ -322,11 +322,14 @@ test_audit_store_readonly_fails_fast() {
 	local dir=$WS/store out t0 t1
 	mkdir -p "$dir"
 	audit_tool "$dir/audit.db" record >/dev/null || fail "record"
+	# the store's files (the database and its persistent WAL) and its directory
+	chmod 0400 "$dir"/audit.db*
 	chmod 0500 "$dir"
 	t0=$(ms_now)
 	out=$(no_dac "$(audit_tool_path)" "$dir/audit.db" record 2>&1 || true)
 	t1=$(ms_now)
 	chmod 0700 "$dir"
+	chmod 0600 "$dir"/audit.db*
 	[ $((t1 - t0)) -lt 1000 ] || fail "took $((t1 - t0)) ms"
 	assert_contains "$out" "$dir/audit.db"
 	assert_contains "$out" "--audit off"
@@ -352,6 +355,7 @@ test_audit_store_readonly_fails_fast() {
 	out=$(audit_tool "$WS/other.db" record 2>&1) && fail "recorded into another database"
 	assert_contains "$out" "not a corral audit store"
 	assert_eq "$(sqlite3 "$WS/other.db" "SELECT group_concat(name) FROM sqlite_master WHERE type = 'table'")" notes
+	assert_eq "$(sqlite3 "$WS/other.db" "PRAGMA journal_mode")" delete "its journal mode was changed"
 }
 
 test_audit_store_locked_fails_fast_then_records_gap() {

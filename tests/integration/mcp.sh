@@ -183,6 +183,29 @@ assert s.close() == 0
 PY
 }
 
+# JSON text is UTF-8, paths and output are bytes: nothing may break a reply.
+test_mcp_non_utf8_paths_output_and_long_commands() {
+	mcp_py <<'PY'
+import os, mcp_client as M
+ws = os.environ["WS"].encode() + b"/ws-\xff-dir"
+os.mkdir(ws)
+s = M.Server([os.environ["CORRAL"].encode(), b"mcp", b"-w", ws])
+r = s.initialize()["result"]
+assert "/ws-\ufffd-dir" in r["instructions"], r["instructions"]
+assert len(s.response(s.request("tools/list"))["result"]["tools"]) == 2
+r = s.call("run_command", {"command": "pwd; printf 'bin\\377\\000ary\\n'; printf '\\303' >&2"})
+t = M.text_of(r)
+assert not r["isError"] and "/ws-\ufffd-dir" in t and "bin\ufffd\ufffdary" in t, t
+assert r["structuredContent"]["stderr"] == "\ufffd", r["structuredContent"]["stderr"]
+long_cmd = "echo " + "\u00e9" * 3000
+r = s.call("run_command", {"command": long_cmd})
+head = M.text_of(r).split("\n")[0]
+assert head.startswith("$ echo \u00e9") and head.endswith(" bytes]") and len(head.encode()) < 1100, head[-80:]
+assert r["structuredContent"]["command"] == long_cmd
+assert s.close() == 0
+PY
+}
+
 test_mcp_run_command_timeout_and_not_found() {
 	mcp_py <<'PY'
 import os, time, mcp_client as M

@@ -229,12 +229,13 @@ test_policy_check_query() {
 test_policy_dry_run_matches_mountinfo() {
 	mkdir -p "$WS/sec"
 	local plan inside
-	plan=$(cr --dry-run --json --hide sec -- true)
+	cr --dry-run --json --hide sec -- true >"$WS/../plan.$$.json"
+	plan=$(cat "$WS/../plan.$$.json")
 	[ "$(jget command.decision <<<"$plan")" = allowed ] || fail "dry-run decision"
-	inside=$(cr --hide sec -- cat /proc/self/mountinfo)
-	python3 - "$plan" "$inside" "$WS" <<'PY' || fail "the plan and the sandbox's mounts differ"
+	cr --hide sec -- cat /proc/self/mountinfo >"$WS/../mi.$$.txt"
+	python3 - "$WS/../plan.$$.json" "$WS/../mi.$$.txt" "$WS" <<'PY' || fail "the plan and the sandbox's mounts differ"
 import json, sys
-plan = json.loads(sys.argv[1]); mi = sys.argv[2].splitlines(); ws = sys.argv[3]
+plan = json.load(open(sys.argv[1])); mi = open(sys.argv[2]).read().splitlines(); ws = sys.argv[3]
 mounted = set(l.split()[4] for l in mi)
 kinds = lambda m: m["type"] not in ("symlink", "dir")
 planned = set(m["target"] for m in plan["mounts"] if kinds(m) and not m.get("optional"))
@@ -245,6 +246,7 @@ extra = mounted - planned - optional - {"/"}
 if missing or extra:
     print("missing:", sorted(missing), "extra:", sorted(extra)); sys.exit(1)
 PY
+	rm -f "$WS/../plan.$$.json" "$WS/../mi.$$.txt"
 	# and nothing ran, nothing was created by the dry run
 	assert_eq "$(ls -A "$WS")" "sec"
 }

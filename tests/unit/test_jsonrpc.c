@@ -36,19 +36,20 @@ static void test_framing(void)
 	jr_framer_init(&fr, 64);
 	jr_framer_feed(&fr, "{\"a\":1}\n{\"b\":2}\n{\"c\"", 20, collect, &f);
 	CHECK("jsonrpc_frame_two_messages_in_one_read", f.n_lines == 2 &&
-	                                                  !strcmp(f.lines[0], "{\"a\":1}") &&
-	                                                  !strcmp(f.lines[1], "{\"b\":2}"));
+	                                                    !strcmp(f.lines[0], "{\"a\":1}") &&
+	                                                    !strcmp(f.lines[1], "{\"b\":2}"));
 	jr_framer_feed(&fr, ":3", 2, collect, &f);
 	CHECK("jsonrpc_frame_partial_line_waits", f.n_lines == 2);
 	jr_framer_feed(&fr, "}\n", 2, collect, &f);
-	CHECK("jsonrpc_frame_split_line_joined", f.n_lines == 3 && !strcmp(f.lines[2], "{\"c\":3}"));
+	CHECK("jsonrpc_frame_split_line_joined",
+	      f.n_lines == 3 && !strcmp(f.lines[2], "{\"c\":3}"));
 
 	/* byte by byte */
 	const char *msg = "{\"x\":\"y\"}\r\n";
 	for (size_t i = 0; i < strlen(msg); i++)
 		jr_framer_feed(&fr, msg + i, 1, collect, &f);
-	CHECK("jsonrpc_frame_byte_by_byte_and_crlf", f.n_lines == 4 &&
-	                                               !strcmp(f.lines[3], "{\"x\":\"y\"}"));
+	CHECK("jsonrpc_frame_byte_by_byte_and_crlf",
+	      f.n_lines == 4 && !strcmp(f.lines[3], "{\"x\":\"y\"}"));
 
 	jr_framer_feed(&fr, "\n\r\n\n  \t \n", 9, collect, &f);
 	CHECK("jsonrpc_frame_empty_lines_skipped", f.n_lines == 4 && f.n_long == 0);
@@ -71,8 +72,8 @@ static void test_framing(void)
 	memset(buf, 'y', 100);
 	memcpy(buf + 100, "\n{}\n", 4);
 	jr_framer_feed(&fr, buf, 104, collect, &f);
-	CHECK("jsonrpc_frame_overlong_in_one_read", f.n_long == 2 && f.long_len[1] == 100 &&
-	                                              f.n_lines == 6 && !strcmp(f.lines[5], "{}"));
+	CHECK("jsonrpc_frame_overlong_in_one_read",
+	      f.n_long == 2 && f.long_len[1] == 100 && f.n_lines == 6 && !strcmp(f.lines[5], "{}"));
 
 	/* exactly at the limit passes */
 	memset(buf, 'z', 64);
@@ -106,25 +107,25 @@ static void test_envelope(void)
 
 	CHECK("jsonrpc_request_string_id",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":\"abc\",\"method\":\"ping\"}", &m) == JR_REQUEST &&
-	              json_is_string(m.id) && !strcmp(json_string_value(m.id), "abc") &&
-	              !strcmp(m.method, "ping") && !m.params);
+	          json_is_string(m.id) && !strcmp(json_string_value(m.id), "abc") &&
+	          !strcmp(m.method, "ping") && !m.params);
 	jr_msg_free(&m);
 
 	CHECK("jsonrpc_request_integer_id",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"x\",\"params\":{}}",
 	            &m) == JR_REQUEST &&
-	              json_integer_value(m.id) == 9007199254740993LL && json_is_object(m.params));
+	          json_integer_value(m.id) == 9007199254740993LL && json_is_object(m.params));
 	jr_msg_free(&m);
 
 	CHECK("jsonrpc_request_zero_and_negative_id",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":-5,\"method\":\"x\"}", &m) == JR_REQUEST &&
-	              json_integer_value(m.id) == -5);
+	          json_integer_value(m.id) == -5);
 	jr_msg_free(&m);
 
 	CHECK("jsonrpc_notification_has_no_id",
 	      parse("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}", &m) ==
-	                      JR_NOTIFICATION &&
-	              m.id == NULL);
+	              JR_NOTIFICATION &&
+	          m.id == NULL);
 	jr_msg_free(&m);
 
 	CHECK("jsonrpc_response_detected",
@@ -135,21 +136,21 @@ static void test_envelope(void)
 	            &m) == JR_RESPONSE);
 	jr_msg_free(&m);
 
-	CHECK("jsonrpc_parse_error_32700",
-	      parse("{\"jsonrpc\":\"2.0\",", &m) == JR_INVALID && m.err_code == JR_PARSE_ERROR &&
-	              !m.id && strstr(m.err_msg, "parse error"));
+	CHECK("jsonrpc_parse_error_32700", parse("{\"jsonrpc\":\"2.0\",", &m) == JR_INVALID &&
+	                                       m.err_code == JR_PARSE_ERROR && !m.id &&
+	                                       strstr(m.err_msg, "parse error"));
 	jr_msg_free(&m);
-	CHECK("jsonrpc_parse_error_invalid_utf8", parse("{\"a\":\"\xff\"}", &m) == JR_INVALID &&
-	                                              m.err_code == JR_PARSE_ERROR);
+	CHECK("jsonrpc_parse_error_invalid_utf8",
+	      parse("{\"a\":\"\xff\"}", &m) == JR_INVALID && m.err_code == JR_PARSE_ERROR);
 	jr_msg_free(&m);
 	CHECK("jsonrpc_parse_error_trailing_garbage",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\"} x", &m) == JR_INVALID &&
-	              m.err_code == JR_PARSE_ERROR);
+	          m.err_code == JR_PARSE_ERROR);
 	jr_msg_free(&m);
 
 	CHECK("jsonrpc_batch_rejected_32600",
 	      parse("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "batch") && !m.id);
+	          m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "batch") && !m.id);
 	jr_msg_free(&m);
 	CHECK("jsonrpc_empty_batch_rejected",
 	      parse("[]", &m) == JR_INVALID && m.err_code == JR_INVALID_REQUEST);
@@ -165,47 +166,52 @@ static void test_envelope(void)
 		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"ping\"}",
 		         bad_ids[i]);
 		snprintf(name, sizeof(name), "jsonrpc_id_rejected_%zu_%s", i,
-		         i == 0 ? "null" : i == 1 ? "bool" : i == 2 ? "object" : i == 3 ? "array"
-		                                                                       : "fraction");
+		         i == 0   ? "null"
+		         : i == 1 ? "bool"
+		         : i == 2 ? "object"
+		         : i == 3 ? "array"
+		                  : "fraction");
 		CHECK(name, parse(line, &m) == JR_INVALID && m.err_code == JR_INVALID_REQUEST &&
-		                    m.id == NULL && strstr(m.err_msg, "id must be"));
+		                m.id == NULL && strstr(m.err_msg, "id must be"));
 		jr_msg_free(&m);
 	}
 
 	CHECK("jsonrpc_missing_jsonrpc_32600",
 	      parse("{\"id\":7,\"method\":\"ping\"}", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && json_integer_value(m.id) == 7 &&
-	              strstr(m.err_msg, "jsonrpc"));
+	          m.err_code == JR_INVALID_REQUEST && json_integer_value(m.id) == 7 &&
+	          strstr(m.err_msg, "jsonrpc"));
 	jr_msg_free(&m);
 	CHECK("jsonrpc_wrong_version_32600",
 	      parse("{\"jsonrpc\":\"1.0\",\"id\":\"q\",\"method\":\"ping\"}", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && json_is_string(m.id));
+	          m.err_code == JR_INVALID_REQUEST && json_is_string(m.id));
 	jr_msg_free(&m);
 	CHECK("jsonrpc_missing_method_32600",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1}", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "method is missing"));
+	          m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "method is missing"));
 	jr_msg_free(&m);
 	CHECK("jsonrpc_method_not_string_32600",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "method must be"));
+	          m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "method must be"));
 	jr_msg_free(&m);
 	CHECK("jsonrpc_params_scalar_32600",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":\"s\"}", &m) ==
-	                      JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "params"));
+	              JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && strstr(m.err_msg, "params"));
 	jr_msg_free(&m);
 	CHECK("jsonrpc_params_array_allowed_by_envelope",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1]}", &m) ==
-	              JR_REQUEST);
+	          JR_REQUEST);
 	jr_msg_free(&m);
-	CHECK("jsonrpc_nul_in_string_parses",
-	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"s\":\"a\\u0000b\"}}",
-	            &m) == JR_REQUEST &&
-	              json_string_length(json_object_get(m.params, "s")) == 3);
+	CHECK(
+	    "jsonrpc_nul_in_string_parses",
+	    parse(
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":{\"s\":\"a\\u0000b\"}}",
+	        &m) == JR_REQUEST &&
+	        json_string_length(json_object_get(m.params, "s")) == 3);
 	jr_msg_free(&m);
 	CHECK("jsonrpc_nul_in_method_rejected",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\\u0000b\"}", &m) == JR_INVALID &&
-	              m.err_code == JR_INVALID_REQUEST);
+	          m.err_code == JR_INVALID_REQUEST);
 	jr_msg_free(&m);
 }
 
@@ -227,8 +233,8 @@ static void test_builders(void)
 	json_t *j = reparse(jr_result_line(id, json_pack("{s:i}", "x", 1)));
 	CHECK("jsonrpc_result_line_one_line_echoes_id",
 	      j && json_equal(json_object_get(j, "id"), id) &&
-	              !strcmp(json_string_value(json_object_get(j, "jsonrpc")), "2.0") &&
-	              json_integer_value(json_object_get(json_object_get(j, "result"), "x")) == 1);
+	          !strcmp(json_string_value(json_object_get(j, "jsonrpc")), "2.0") &&
+	          json_integer_value(json_object_get(json_object_get(j, "result"), "x")) == 1);
 	json_decref(j);
 	json_decref(id);
 
@@ -237,8 +243,8 @@ static void test_builders(void)
 	json_t *e = json_object_get(j, "error");
 	CHECK("jsonrpc_error_line_code_message_id",
 	      j && json_integer_value(json_object_get(j, "id")) == 12345678901LL &&
-	              json_integer_value(json_object_get(e, "code")) == JR_METHOD_NOT_FOUND &&
-	              strstr(json_string_value(json_object_get(e, "message")), "no\nsuch"));
+	          json_integer_value(json_object_get(e, "code")) == JR_METHOD_NOT_FOUND &&
+	          strstr(json_string_value(json_object_get(e, "message")), "no\nsuch"));
 	json_decref(j);
 	json_decref(id);
 
@@ -247,10 +253,10 @@ static void test_builders(void)
 	json_decref(j);
 
 	j = reparse(jr_notification_line("notifications/progress", json_pack("{s:i}", "p", 2)));
-	CHECK("jsonrpc_notification_line_has_no_id",
-	      j && !json_object_get(j, "id") &&
-	              !strcmp(json_string_value(json_object_get(j, "method")),
-	                      "notifications/progress"));
+	CHECK(
+	    "jsonrpc_notification_line_has_no_id",
+	    j && !json_object_get(j, "id") &&
+	        !strcmp(json_string_value(json_object_get(j, "method")), "notifications/progress"));
 	json_decref(j);
 }
 
@@ -296,11 +302,11 @@ static void h_note(void *c, const struct jr_msg *m, struct jr_reply *r)
 }
 
 static const struct jr_method table[] = {
-	{"initialize", h_init, JR_M_BEFORE_INIT},
-	{"ping", h_ping, JR_M_BEFORE_INIT},
-	{"needs/params", h_params, 0},
-	{"slow", h_defer, 0},
-	{"notifications/hello", h_note, JR_M_NOTIFICATION},
+    {"initialize", h_init, JR_M_BEFORE_INIT},
+    {"ping", h_ping, JR_M_BEFORE_INIT},
+    {"needs/params", h_params, 0},
+    {"slow", h_defer, 0},
+    {"notifications/hello", h_note, JR_M_NOTIFICATION},
 };
 
 /* Dispatch one line; return the reply's error code, 0 for a result, 1 for no reply. */
@@ -333,64 +339,62 @@ static void test_dispatch(void)
 
 	CHECK("jsonrpc_dispatch_ping_before_init_allowed",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL) == 0 &&
-	              c.pings == 1);
+	          c.pings == 1);
 	CHECK("jsonrpc_dispatch_request_before_init_32002",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"slow\"}", &r) ==
-	                      JR_NOT_INITIALIZED &&
-	              c.deferred == 0 && json_integer_value(json_object_get(r, "id")) == 2);
+	              JR_NOT_INITIALIZED &&
+	          c.deferred == 0 && json_integer_value(json_object_get(r, "id")) == 2);
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_notification_before_init_ignored",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/hello\"}", NULL) == 1 &&
-	              c.notes == 0);
+	          c.notes == 0);
 	CHECK("jsonrpc_dispatch_initialize",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\"}", NULL) ==
-	                      0 &&
-	              c.initialized);
+	              0 &&
+	          c.initialized);
 	CHECK("jsonrpc_dispatch_notification_no_reply",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/hello\"}", NULL) == 1 &&
-	              c.notes == 1);
+	          c.notes == 1);
 	CHECK("jsonrpc_dispatch_unknown_notification_ignored",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/nope\"}", NULL) == 1);
 	CHECK("jsonrpc_dispatch_unknown_method_32601",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"nope\"}", &r) ==
-	                      JR_METHOD_NOT_FOUND &&
-	              strstr(json_string_value(json_object_get(json_object_get(r, "error"),
-	                                                       "message")),
-	                     "'nope'"));
+	              JR_METHOD_NOT_FOUND &&
+	          strstr(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+	                 "'nope'"));
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_notification_sent_as_request_32601",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"notifications/hello\"}",
 	               NULL) == JR_METHOD_NOT_FOUND &&
-	              c.notes == 1);
+	          c.notes == 1);
 	CHECK("jsonrpc_dispatch_request_sent_as_notification_ignored",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"method\":\"ping\"}", NULL) == 1 && c.pings == 1);
 	CHECK("jsonrpc_dispatch_bad_params_32602",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"needs/params\"}", &r) ==
-	                      JR_INVALID_PARAMS &&
-	              strstr(json_string_value(json_object_get(json_object_get(r, "error"),
-	                                                       "message")),
-	                     "params.name"));
+	              JR_INVALID_PARAMS &&
+	          strstr(json_string_value(json_object_get(json_object_get(r, "error"), "message")),
+	                 "params.name"));
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_deferred_no_reply_now",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"slow\"}", NULL) == 1 &&
-	              c.deferred == 1);
+	          c.deferred == 1);
 	CHECK("jsonrpc_dispatch_client_response_ignored",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":6,\"result\":{}}", NULL) == 1);
-	CHECK("jsonrpc_dispatch_parse_error_null_id",
-	      dispatch(&c, "{oops", &r) == JR_PARSE_ERROR && json_is_null(json_object_get(r, "id")));
+	CHECK("jsonrpc_dispatch_parse_error_null_id", dispatch(&c, "{oops", &r) == JR_PARSE_ERROR &&
+	                                                  json_is_null(json_object_get(r, "id")));
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_invalid_request_keeps_valid_id",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"id\":\"k\",\"method\":[]}", &r) ==
-	                      JR_INVALID_REQUEST &&
-	              !strcmp(json_string_value(json_object_get(r, "id")), "k"));
+	              JR_INVALID_REQUEST &&
+	          !strcmp(json_string_value(json_object_get(r, "id")), "k"));
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_invalid_notification_answered_null_id",
 	      dispatch(&c, "{\"jsonrpc\":\"2.0\",\"method\":7}", &r) == JR_INVALID_REQUEST &&
-	              json_is_null(json_object_get(r, "id")));
+	          json_is_null(json_object_get(r, "id")));
 	json_decref(r);
 	CHECK("jsonrpc_dispatch_batch_32600",
 	      dispatch(&c, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", NULL) ==
-	              JR_INVALID_REQUEST);
+	          JR_INVALID_REQUEST);
 }
 
 /* ---- versions and UTF-8 ----------------------------------------------------------------- */
@@ -399,13 +403,13 @@ static void test_versions(void)
 {
 	CHECK("mcp_version_each_supported",
 	      !strcmp(mcp_negotiate_version("2025-11-25"), "2025-11-25") &&
-	              !strcmp(mcp_negotiate_version("2025-06-18"), "2025-06-18") &&
-	              !strcmp(mcp_negotiate_version("2025-03-26"), "2025-03-26") &&
-	              !strcmp(mcp_negotiate_version("2024-11-05"), "2024-11-05"));
+	          !strcmp(mcp_negotiate_version("2025-06-18"), "2025-06-18") &&
+	          !strcmp(mcp_negotiate_version("2025-03-26"), "2025-03-26") &&
+	          !strcmp(mcp_negotiate_version("2024-11-05"), "2024-11-05"));
 	CHECK("mcp_version_unsupported_gets_latest",
 	      !strcmp(mcp_negotiate_version("2024-10-07"), MCP_LATEST_VERSION) &&
-	              !strcmp(mcp_negotiate_version("2099-01-01"), MCP_LATEST_VERSION) &&
-	              !strcmp(mcp_negotiate_version(NULL), MCP_LATEST_VERSION));
+	          !strcmp(mcp_negotiate_version("2099-01-01"), MCP_LATEST_VERSION) &&
+	          !strcmp(mcp_negotiate_version(NULL), MCP_LATEST_VERSION));
 	CHECK("mcp_version_order", mcp_version_at_least("2025-11-25", "2025-06-18") &&
 	                               !mcp_version_at_least("2025-03-26", "2025-06-18"));
 
