@@ -36,7 +36,7 @@ $(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
 
 # ---- tests ------------------------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*.c)
-$(BUILD)/tests/unit_tests: $(UNIT_SRCS) $(BUILD)/libcorral.a
+$(BUILD)/tests/unit_tests: $(UNIT_SRCS) $(BUILD)/libcorral.a $(wildcard src/mcp/*.c src/mcp/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $(UNIT_SRCS) $(BUILD)/libcorral.a $(LDLIBS)
 

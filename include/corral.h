@@ -96,6 +96,9 @@ typedef struct corral_config corral_config;
  * (corral_run fails until a workspace is set). Returns NULL only when out of memory. */
 CORRAL_API corral_config *corral_config_new(void);
 CORRAL_API void corral_config_free(corral_config *cfg);
+/* A deep copy (a server builds its base configuration once, then copies it per call). NULL
+ * only when out of memory. A stdin descriptor is shared, not duplicated. */
+CORRAL_API corral_config *corral_config_dup(const corral_config *cfg);
 
 /* The command, as an argv vector (copies; argv[0] is resolved in the sandbox PATH when it has
  * no slash) or as a shell string run by `/bin/sh -c` (copies). The last call wins. */

@@ -497,3 +497,8 @@ int corral_config_add_redaction(corral_config *cfg, const char *secret, struct c
 	g[++cfg->n_redact_strings] = NULL;
 	return 0;
 }
+
+corral_config *corral_config_dup(const corral_config *cfg)
+{
+	return cfg ? config_dup(cfg) : NULL;
+}
