@@ -140,7 +140,7 @@ struct launch_out {
 };
 
 /* Messages from the sandbox init to the supervisor on the report pipe. */
-enum report_kind { REPORT_FAIL = 1, REPORT_EXEC_OK = 2, REPORT_EXIT = 3 };
+enum report_kind { REPORT_FAIL = 1, REPORT_EXEC_OK = 2, REPORT_EXIT = 3, REPORT_NOTE = 4 };
 struct report {
 	int32_t kind;
 	int32_t step;   /* enum setup_step for REPORT_FAIL */

@@ -354,7 +354,11 @@ static _Noreturn void child_main(const struct launch *L)
 	/* Mounts need CAP_SYS_ADMIN in our user namespace, so they come before the caps drop;
 	 * pivot_root also ends any path back to the host root. */
 	if (L->mountns) {
-		if ((r = mount_setup_child(&L->mounts, &detail)) < 0)
+		int notes = 0;
+		r = mount_setup_child(&L->mounts, &detail, &notes);
+		if (notes)
+			child_report(CFD_REPORT, REPORT_NOTE, STEP_MOUNT, 0, notes, 0);
+		if (r < 0)
 			fail_on(CFD_REPORT, STEP_MOUNT, r, detail,
 			        detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
 	} else if (chdir(L->cwd) < 0) {
@@ -642,6 +646,12 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 		                        "exec: %s: %s (not executable in the sandbox)", prog,
 		                        strerror(e));
 	}
+	if (rep->step == STEP_MOUNT && e == EPERM && !strcmp(rep->path, "/proc"))
+		return corral_set_error(err, CORRAL_EUNAVAIL, e, "proc",
+		                        "proc: the kernel refuses a fresh /proc here: this host's /proc "
+		                        "has parts covered by other mounts (corral runs inside a "
+		                        "container or another sandbox); run corral outside it, or use "
+		                        "--mode auto to show the outer /proc read-only");
 	if (rep->step == STEP_MOUNT)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
 		                        "mount: cannot set up %.200s in the sandbox: %s; check that "

@@ -634,6 +634,7 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	                                                : 256ULL << 20;
 	q->workspace_ro = cfg->workspace_ro;
 	q->etc_minimal = cfg->etc_minimal;
+	q->proc_fallback = cfg->mode == CORRAL_MODE_AUTO;
 	return 0;
 }
 

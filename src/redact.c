@@ -148,7 +148,15 @@ struct ival {
 struct openc {
 	int mode;
 	uint16_t cls;
-	uint64_t front; /* OPEN_CLASS: run verified up to here; OPEN_PEM: no END starts before */
+	uint64_t start, front; /* OPEN_CLASS: [start, front) is of cls; OPEN_PEM: no END before */
+};
+
+/* What the END searches have learnt, whichever BEGIN or open block asked: no END trailer
+ * starts in [lo, hi); when found, one does at hi and ends at fe. Anchors ask in increasing
+ * order, so many BEGINs share one scan instead of each searching PEM_MAX bytes. */
+struct pemc {
+	bool valid, found;
+	uint64_t lo, hi, fe;
 };
 
 struct match {
@@ -178,9 +186,9 @@ struct scan {
 	struct openc open[OPEN_MAX];
 	int nopen;
 	struct runc rc[RS__COUNT];
-	bool pem_memo; /* END search progress for the BEGIN at pem_anchor */
-	uint64_t pem_anchor, pem_resume;
-	bool pat_memo; /* exact strings at pat_anchor undecided before pat_need */
+	struct pemc pc;
+	struct runc oc[16]; /* per class (bit index): the last open run found to end */
+	bool pat_memo;      /* exact strings at pat_anchor undecided before pat_need */
 	uint64_t pat_anchor, pat_need;
 	struct redact_stats st;
 };
@@ -431,12 +439,21 @@ static int pem_label(struct ctx *c, uint64_t p, uint64_t *end)
 	return r;
 }
 
-/* The first END trailer starting in [from, lim). F_NONE: none there (or none before the end
- * of the stream); F_MORE: *resume is where the search must go on. */
-static int pem_find_end(struct ctx *c, uint64_t from, uint64_t lim, uint64_t *end, uint64_t *resume)
+/* The first END trailer starting in [from, lim): F_FOUND with *end; F_NONE when there is none
+ * there (or none before the end of the stream); F_MORE when the input so far cannot tell. */
+static int pem_find_end(struct ctx *c, uint64_t from, uint64_t lim, uint64_t *end)
 {
 	const struct view *v = c->v;
-	uint64_t hay_end = v->end, x = from;
+	struct pemc *pc = &c->s->pc;
+	if (!pc->valid || from < pc->lo || from > pc->hi)
+		*pc = (struct pemc){.valid = true, .lo = from, .hi = from};
+	if (pc->found || pc->hi >= lim) {
+		if (!pc->found || pc->hi >= lim)
+			return F_NONE;
+		*end = pc->fe;
+		return F_FOUND;
+	}
+	uint64_t hay_end = v->end, x = pc->hi;
 	if (lim != UINT64_MAX && lim + 8 < hay_end)
 		hay_end = lim + 8;
 	while (x + 9 <= hay_end) {
@@ -445,38 +462,41 @@ static int pem_find_end(struct ctx *c, uint64_t from, uint64_t lim, uint64_t *en
 			break;
 		uint64_t t = v->base + (uint64_t)(h - v->p);
 		int r = pem_label(c, t + 9, end);
-		if (r == YES)
+		if (r != NO) {
+			pc->hi = t;
+			if (r == MORE)
+				return F_MORE;
+			pc->found = true;
+			pc->fe = *end;
 			return F_FOUND;
-		if (r == MORE) {
-			*resume = t;
-			return F_MORE;
 		}
 		x = t + 1;
 	}
-	if ((lim != UINT64_MAX && v->end >= lim + 8) || v->eof)
+	if (lim != UINT64_MAX && v->end >= lim + 8) {
+		pc->hi = lim;
 		return F_NONE;
+	}
+	if (v->eof) {
+		pc->hi = v->end;
+		return F_NONE;
+	}
 	/* an END may begin in the last 8 bytes */
-	*resume = v->end >= 8 && v->end - 8 > x ? v->end - 8 : x;
+	pc->hi = v->end >= 8 && v->end - 8 > x ? v->end - 8 : x;
 	more(c, v->end + 1);
 	return F_MORE;
 }
 
 static int m_pem(struct ctx *c, uint64_t q, struct match *m)
 {
-	struct scan *s = c->s;
-	uint64_t h, e, from;
+	uint64_t h, e;
 	int r = lit(c, q, "-----BEGIN ", 11, false);
 	if (r != YES || (r = pem_label(c, q + 11, &h)) != YES)
 		return r;
-	from = s->pem_memo && s->pem_anchor == q ? s->pem_resume : h;
-	switch (pem_find_end(c, from, q + PEM_MAX, &e, &from)) {
+	switch (pem_find_end(c, h, q + PEM_MAX, &e)) {
 	case F_FOUND:
 		*m = (struct match){q, e, RK_PEM_PRIVATE_KEY, OPEN_NONE, 0};
 		return YES;
 	case F_MORE:
-		s->pem_memo = true;
-		s->pem_anchor = q;
-		s->pem_resume = from;
 		return MORE;
 	}
 	if (c->v->end >= q + PEM_MAX + 8) /* no END near: redact on until one comes */
@@ -750,13 +770,11 @@ static void pend_add(struct scan *s, struct ival iv)
 		}
 		i++;
 	}
-	if (s->npend == PEND_MAX) { /* cannot happen (see PEND_MAX); fail closed anyway */
-		struct ival *last = &s->pend[PEND_MAX - 1];
-		if (iv.e > last->e)
-			last->e = iv.e;
-		if (iv.s < last->s)
-			last->s = iv.s;
-		return;
+	if (s->npend == PEND_MAX) { /* cannot happen (see PEND_MAX); fail closed: redact the hull */
+		struct ival last = s->pend[--s->npend];
+		iv.s = last.s < iv.s ? last.s : iv.s;
+		iv.e = last.e > iv.e ? last.e : iv.e;
+		iv.kind = last.kind;
 	}
 	int i = s->npend;
 	while (i > 0 && s->pend[i - 1].s > iv.s) {
@@ -767,15 +785,25 @@ static void pend_add(struct scan *s, struct ival iv)
 	s->npend++;
 }
 
-/* A second open interval of the same mode and class ends where the first one does (the runs
- * join, or the new one ends first; no END lies between them), so one is enough. */
+/* An interval that goes on past front. A second open interval of the same mode and class
+ * ends where the first one does (the runs join, or the new one ends first; no END lies
+ * between them), so one is enough; and a class run already followed to its end is not
+ * followed again (that would be quadratic on a long run of tokens). */
 static void open_add(struct scan *s, int mode, uint16_t cls, uint64_t front)
 {
+	if (mode == OPEN_CLASS) {
+		const struct runc *oc = &s->oc[__builtin_ctz(cls)];
+		if (oc->valid && oc->start <= front && front <= oc->front) {
+			if (oc->front > s->comp.e)
+				s->comp.e = oc->front;
+			return;
+		}
+	}
 	for (int i = 0; i < s->nopen; i++)
 		if (s->open[i].mode == mode && s->open[i].cls == cls)
 			return;
 	if (s->nopen < OPEN_MAX)
-		s->open[s->nopen++] = (struct openc){mode, cls, front};
+		s->open[s->nopen++] = (struct openc){mode, cls, front, front};
 }
 
 static void add_match(struct ctx *c, const struct match *m, uint64_t q)
@@ -802,21 +830,24 @@ static void advance_opens(struct ctx *c)
 	const struct view *v = c->v;
 	for (int i = 0; i < s->nopen;) {
 		struct openc *o = &s->open[i];
-		uint64_t e = o->front, resume;
+		uint64_t e = o->front;
 		bool done = true;
 		if (o->mode == OPEN_CLASS) {
 			while (e < v->end && (c->r->cls[at(v, e)] & o->cls))
 				e++;
 			done = e < v->end || v->eof;
 			o->front = e;
+			if (done)
+				s->oc[__builtin_ctz(o->cls)] = (struct runc){
+				    .start = o->start, .front = e, .valid = true, .fin = true};
 		} else {
-			switch (pem_find_end(c, o->front, UINT64_MAX, &e, &resume)) {
+			switch (pem_find_end(c, o->front, UINT64_MAX, &e)) {
 			case F_NONE:
 				e = v->end;
 				break;
 			case F_MORE:
 				done = false;
-				o->front = e = resume;
+				o->front = e = s->pc.hi;
 				break;
 			}
 		}

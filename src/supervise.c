@@ -258,6 +258,10 @@ static void read_reports(corral_proc *p)
 		if (r.kind == REPORT_FAIL && !p->got_fail) {
 			p->fail_rep = r;
 			p->got_fail = true;
+		} else if (r.kind == REPORT_NOTE && (r.detail & MOUNT_NOTE_OUTER_PROC)) {
+			result_add_layer(p->res, "pidns", 1,
+			                 "own pid space, but /proc is the outer one, read-only: a fresh "
+			                 "/proc cannot be mounted here (nested container)");
 		} else if (r.kind == REPORT_EXEC_OK) {
 			p->cmd_pid = r.detail;
 		} else if (r.kind == REPORT_EXIT) {

@@ -1,5 +1,6 @@
-/* corral mcp: parse the server's fixed settings (workspace, limits, environment), then serve
- * the Model Context Protocol on stdin/stdout until EOF or a signal. */
+/* corral mcp: build the server's policy once (a profile, then the flags, as `corral run`
+ * does), check it, then serve the Model Context Protocol on stdin/stdout until EOF or a
+ * signal. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -7,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "cli/cli.h"
 #include "internal.h"
@@ -18,36 +21,53 @@ void usage_mcp(FILE *f)
 	    "Usage: corral mcp [OPTIONS]\n"
 	    "\n"
 	    "Serve the Model Context Protocol (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)\n"
-	    "on stdin/stdout for agent hosts. Tools: run_command, run_code. Every call runs in\n"
-	    "a fresh sandbox with the settings below; a call can only narrow them (a shorter\n"
-	    "timeout, a cwd inside the workspace, variables from the --allow-env list).\n"
-	    "Logs go to stderr. See docs/mcp.md for host configuration.\n"
+	    "on stdin/stdout for agent hosts. Tools: run_command, run_code, can_i. Every call\n"
+	    "runs in a fresh sandbox under the policy below (the profile, then the flags, as in\n"
+	    "corral run); a call can only narrow it (a shorter timeout, a cwd inside the\n"
+	    "workspace, variables the policy allows). can_i answers policy questions; nothing a\n"
+	    "call sends can change the policy. Logs go to stderr. See docs/mcp.md.\n"
 	    "\n"
 	    "Options:\n"
-	    "  -w, --workspace DIR      the read-write workspace (default: current directory)\n"
-	    "  -t, --timeout DUR        per-call wall-clock timeout and its maximum (default\n"
-	    "                           60s; 0 = none); DUR is 30, 1.5, 250ms, 2m or 1h\n"
+	    "  -w, --workspace DIR      the workspace (default: current directory)\n"
+	    "      --profile P          a builtin profile (default, readonly, strict, network) or\n"
+	    "                           a JSON profile file; the flags here override it\n"
+	    "      --ro PATH            also show PATH read-only (absolute, ~/..., or relative\n"
+	    "                           to the workspace)\n"
+	    "      --rw PATH            also show PATH read-write\n"
+	    "      --hide PATH          hide PATH, even inside a visible tree (deny wins)\n"
+	    "  -t, --timeout DUR        per-call wall-clock timeout and its maximum (default: the\n"
+	    "                           profile's, else 60s; 0 = none); DUR is 30, 1.5, 250ms, 2m\n"
 	    "      --kill-after DUR     grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
 	    "      --memory SIZE        memory limit per call (512k, 64M, 2G)\n"
 	    "      --cpu SECONDS        CPU time limit per call (0 = none)\n"
 	    "      --pids N             process limit per call (default 1024; 0 = none)\n"
-	    "      --nofile N           open files limit (default 1024)\n"
+	    "      --nofile N           open files limit of each sandbox (default 1024)\n"
 	    "      --fsize SIZE         largest file a call may write\n"
 	    "      --tmpfs-size SIZE    size of the private /tmp (default 256M)\n"
 	    "      --max-output SIZE    bytes kept per stream; head and tail kept (default 1M)\n"
-	    "      --env NAME           pass NAME from corral's environment to every call\n"
+	    "      --env NAME           pass NAME (or a glob like LC_*) from corral's environment\n"
+	    "                           to every call, unless a deny rule withholds it; calls may\n"
+	    "                           also set names it matches\n"
 	    "      --env NAME=VALUE     set NAME for every call\n"
 	    "      --allow-env PATTERN  names a call may set through its env argument (glob,\n"
-	    "                           repeatable; default: none)\n"
+	    "                           repeatable); deny rules (*_TOKEN, AWS_*, LD_PRELOAD, ...)\n"
+	    "                           still win\n"
+	    "      --redact MODE        secrets in the output: redact (default), flag, off\n"
 	    "      --net none|host      network: none (loopback only, default) or the host's\n"
 	    "      --mode MODE          required (default), auto or none; see corral help run\n"
+	    "      --audit PATH|off     the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
+	    "                           else ~/.local/state/corral/audit.db); off: no record\n"
+	    "      --audit-output       also store each call's (redacted, capped) output\n"
 	    "      --max-concurrent N   sandboxes running at once (default: 2 x cores); more\n"
 	    "                           calls wait in a FIFO queue\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
 	    "      --max-message-bytes SIZE  largest request line (default 4M); a longer one\n"
 	    "                           is discarded and answered with an error\n"
-	    "  -h, --help               show this help\n",
+	    "  -h, --help               show this help\n"
+	    "\n"
+	    "Exit status: 0 after EOF on stdin or SIGTERM/SIGINT/SIGHUP; 125 on a bad option,\n"
+	    "profile or policy (checked before serving).\n",
 	    f);
 }
 
@@ -67,6 +87,13 @@ enum {
 	OPT_MAX_CONCURRENT,
 	OPT_MAX_QUEUE,
 	OPT_MAX_MESSAGE,
+	OPT_PROFILE,
+	OPT_RO,
+	OPT_RW,
+	OPT_HIDE,
+	OPT_REDACT,
+	OPT_AUDIT,
+	OPT_AUDIT_OUTPUT,
 };
 
 static const struct option long_opts[] = {
@@ -87,31 +114,28 @@ static const struct option long_opts[] = {
     {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"ro", required_argument, NULL, OPT_RO},
+    {"rw", required_argument, NULL, OPT_RW},
+    {"hide", required_argument, NULL, OPT_HIDE},
+    {"redact", required_argument, NULL, OPT_REDACT},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
+};
+
+/* What the flags give beyond the base configuration. */
+struct flags {
+	const char *workspace;
+	uint64_t timeout_ms, kill_after_ms;
+	bool timeout_set, kill_after_set;
 };
 
 static int bad_value(const char *flag, const char *value, const char *why)
 {
 	cli_error("invalid value '%s' for %s: %s", value, flag, why);
 	return EXIT_CORRAL_FAILED;
-}
-
-static int add_env(struct mcp_options *o, const char *name, const char *value)
-{
-	struct mcp_env *g = realloc(o->env, (o->n_env + 1) * sizeof(*g));
-	if (!g)
-		return -1;
-	o->env = g;
-	g[o->n_env].name = strdup(name);
-	g[o->n_env].value = strdup(value);
-	if (!g[o->n_env].name || !g[o->n_env].value) {
-		free(g[o->n_env].name);
-		free(g[o->n_env].value);
-		return -1;
-	}
-	o->n_env++;
-	return 0;
 }
 
 static int add_allow(struct mcp_options *o, const char *pattern)
@@ -126,9 +150,10 @@ static int add_allow(struct mcp_options *o, const char *pattern)
 	return 0;
 }
 
-/* Apply one option. cfg is a scratch configuration that validates values the way every
- * call's configuration will take them. Returns 0 or an exit code. */
-static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_config *cfg)
+/* Apply one option to the base configuration (cfg) or the server options. Returns 0 or an
+ * exit code. */
+static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags *fl,
+                     corral_config *cfg)
 {
 	struct corral_error err = {0};
 	const char *why = NULL;
@@ -137,20 +162,52 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 	enum corral_limit lim = CORRAL_LIMIT__COUNT;
 	switch (c) {
 	case 'w':
-		if (corral_config_set_workspace(cfg, arg, &err) < 0)
-			return bad_value("--workspace", arg, err.message);
-		free(o->workspace);
-		o->workspace = realpath(arg, NULL);
-		if (!o->workspace)
-			return bad_value("--workspace", arg, strerror(errno));
+		fl->workspace = arg;
 		return 0;
+	case OPT_PROFILE:
+		return 0; /* applied before every other option */
 	case 't':
-		if (parse_duration_ms(arg, &o->timeout_ms, &why) < 0)
+		if (parse_duration_ms(arg, &fl->timeout_ms, &why) < 0)
 			return bad_value("--timeout", arg, why);
+		fl->timeout_set = true;
 		return 0;
 	case OPT_KILL_AFTER:
-		if (parse_duration_ms(arg, &o->kill_after_ms, &why) < 0)
+		if (parse_duration_ms(arg, &fl->kill_after_ms, &why) < 0)
 			return bad_value("--kill-after", arg, why);
+		fl->kill_after_set = true;
+		return 0;
+	case OPT_RO:
+	case OPT_RW:
+	case OPT_HIDE:
+		if (corral_config_add_path(cfg,
+		                           c == OPT_RO   ? CORRAL_PATH_READ
+		                           : c == OPT_RW ? CORRAL_PATH_WRITE
+		                                         : CORRAL_PATH_DENY,
+		                           arg, &err) < 0)
+			return bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
+			                 err.message);
+		return 0;
+	case OPT_REDACT:
+		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_ON, &err);
+		else if (!strcmp(arg, "flag"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_FLAG, &err);
+		else if (!strcmp(arg, "off"))
+			corral_config_set_redaction(cfg, CORRAL_REDACT_OFF, &err);
+		else
+			return bad_value("--redact", arg, "expected redact, flag or off");
+		return 0;
+	case OPT_AUDIT:
+		if (!*arg)
+			return bad_value("--audit", arg, "expected a file path or off");
+		free(o->audit_path);
+		o->audit_path = NULL;
+		o->audit_off = !strcmp(arg, "off");
+		if (!o->audit_off && !(o->audit_path = strdup(arg)))
+			return bad_value("--audit", arg, "out of memory");
+		return 0;
+	case OPT_AUDIT_OUTPUT:
+		o->audit_output = true;
 		return 0;
 	case OPT_MEMORY:
 	case OPT_FSIZE:
@@ -181,24 +238,22 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 			return bad_value("--max-output", arg, why);
 		if (corral_config_set_output_cap(cfg, (size_t)v, &err) < 0)
 			return bad_value("--max-output", arg, err.message);
-		o->output_cap = (size_t)v;
 		return 0;
 	case OPT_ENV: {
 		const char *eq = strchr(arg, '=');
-		char *name = eq ? strndup(arg, (size_t)(eq - arg)) : strdup(arg);
-		const char *val = eq ? eq + 1 : getenv(arg);
-		int r = 0;
-		if (!name)
-			r = bad_value("--env", arg, "out of memory");
-		else if (!eq && !env_name_valid(name))
-			r = bad_value("--env", arg, "not a valid variable name");
-		else if (val && corral_config_setenv(cfg, name, val, &err) < 0)
-			r = bad_value("--env", arg, err.message);
-		else if (val && add_env(o, name, val) < 0)
-			r = bad_value("--env", arg, "out of memory");
-		/* NAME that corral's environment lacks: nothing to pass */
-		free(name);
-		return r;
+		if (eq) {
+			char *name = strndup(arg, (size_t)(eq - arg));
+			int r = name ? corral_config_setenv(cfg, name, eq + 1, &err)
+			             : corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "env",
+			                                "out of memory");
+			free(name);
+			if (r < 0)
+				return bad_value("--env", arg, err.message);
+		} else if (corral_config_env_allow(cfg, arg, &err) < 0) {
+			/* passing a host variable is an allow rule: the deny globs still win */
+			return bad_value("--env", arg, err.message);
+		}
+		return 0;
 	}
 	case OPT_ALLOW_ENV:
 		if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -210,19 +265,19 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 		return 0;
 	case OPT_NET:
 		if (!strcmp(arg, "none"))
-			o->net = CORRAL_NET_NONE;
+			corral_config_set_net(cfg, CORRAL_NET_NONE, &err);
 		else if (!strcmp(arg, "host"))
-			o->net = CORRAL_NET_HOST;
+			corral_config_set_net(cfg, CORRAL_NET_HOST, &err);
 		else
 			return bad_value("--net", arg, "expected none or host");
 		return 0;
 	case OPT_MODE:
 		if (!strcmp(arg, "required"))
-			o->mode = CORRAL_MODE_REQUIRED;
+			corral_config_set_mode(cfg, CORRAL_MODE_REQUIRED, &err);
 		else if (!strcmp(arg, "auto"))
-			o->mode = CORRAL_MODE_AUTO;
+			corral_config_set_mode(cfg, CORRAL_MODE_AUTO, &err);
 		else if (!strcmp(arg, "none"))
-			o->mode = CORRAL_MODE_NONE;
+			corral_config_set_mode(cfg, CORRAL_MODE_NONE, &err);
 		else
 			return bad_value("--mode", arg, "expected required, auto or none");
 		return 0;
@@ -248,69 +303,137 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, corral_confi
 	}
 	if (corral_config_set_limit(cfg, lim, v, &err) < 0)
 		return bad_value(flag, arg, err.message);
-	o->limits[lim] = v;
-	o->limit_set[lim] = true;
 	return 0;
+}
+
+/* Warn about --env NAME that a deny rule withholds: the operator asked for it by name. */
+static void warn_withheld(const corral_config *cfg, int argc, char **argv)
+{
+	for (int i = 1; i + 1 < argc; i++) {
+		if (strcmp(argv[i], "--env") || strchr(argv[i + 1], '='))
+			continue;
+		const char *rule = policy_env_denied_by(cfg, argv[i + 1]);
+		if (rule && getenv(argv[i + 1]))
+			cli_error("warning: --env %s is withheld by the deny rule '%s'; pass it "
+			          "explicitly with --env %s=VALUE if the sandbox really needs it",
+			          argv[i + 1], rule, argv[i + 1]);
+	}
+}
+
+/* The whole policy, checked once before serving: a plan that cannot be built (a layer the
+ * host lacks in mode required, a protected path that cannot be held, ...) would fail every
+ * call, so the server refuses to start instead. */
+static int validate_policy(const corral_config *cfg)
+{
+	char *doc = NULL;
+	struct corral_error err = {0};
+	if (corral_explain(cfg, &doc, &err) < 0) {
+		cli_error("the policy cannot be applied: %s", err.message);
+		return EXIT_CORRAL_FAILED;
+	}
+	json_t *d = json_loads(doc, 0, NULL);
+	free(doc);
+	const char *e = json_string_value(json_object_get(d, "error"));
+	int r = 0;
+	if (e) {
+		cli_error("the policy cannot be applied, so no call could run: %s", e);
+		r = EXIT_CORRAL_FAILED;
+	} else if (!d) {
+		cli_error("out of memory");
+		r = EXIT_CORRAL_FAILED;
+	}
+	json_decref(d);
+	return r;
 }
 
 static int configure(int argc, char **argv, struct mcp_options *o, corral_config *cfg)
 {
-	o->timeout_ms = 60000;
-	o->kill_after_ms = 2000;
-	o->mode = CORRAL_MODE_REQUIRED;
-	o->net = CORRAL_NET_NONE;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	o->max_concurrent = (unsigned)(cores > 0 ? 2 * cores : 2);
 	o->max_queue = 10000;
 	o->max_message = MCP_DEFAULT_MAX_MESSAGE;
-	int c;
+	struct flags fl = {0};
+	const char *profile = NULL;
+	struct {
+		int c;
+		const char *arg;
+	} *seen = calloc((size_t)argc + 1, sizeof(*seen));
+	int n_seen = 0, c, r = 0;
+	if (!seen) {
+		cli_error("out of memory");
+		return EXIT_CORRAL_FAILED;
+	}
 	while ((c = getopt_long(argc, argv, "w:t:h", long_opts, NULL)) != -1) {
 		if (c == 'h') {
 			usage_mcp(stdout);
+			free(seen);
 			return -1;
 		}
 		if (c == '?') {
 			fprintf(stderr, "corral: run 'corral help mcp' for the list of options\n");
+			free(seen);
 			return EXIT_CORRAL_FAILED;
 		}
-		int r = apply_opt(c, optarg, o, cfg);
-		if (r)
-			return r;
+		if (c == OPT_PROFILE)
+			profile = optarg;
+		seen[n_seen].c = c;
+		seen[n_seen++].arg = optarg;
 	}
 	if (optind < argc) {
 		cli_error("mcp takes no arguments ('%s'); run 'corral help mcp'", argv[optind]);
+		free(seen);
 		return EXIT_CORRAL_FAILED;
 	}
-	if (!o->workspace) {
-		char buf[PATH_MAX];
-		if (!getcwd(buf, sizeof(buf))) {
-			cli_error("cannot read the current directory: %s; give --workspace DIR",
-			          strerror(errno));
-			return EXIT_CORRAL_FAILED;
-		}
-		int r = apply_opt('w', buf, o, cfg);
-		if (r)
-			return r;
-	}
 	struct corral_error err = {0};
-	if (corral_config_set_timeout_ms(cfg, o->timeout_ms, o->kill_after_ms, &err) < 0) {
+	/* The profile first, so that every flag overrides or adds to it. */
+	if (profile && corral_config_load_profile(cfg, profile, &err) < 0) {
+		cli_error("%s", err.message);
+		free(seen);
+		return EXIT_CORRAL_FAILED;
+	}
+	for (int i = 0; i < n_seen && !r; i++)
+		r = apply_opt(seen[i].c, seen[i].arg, o, &fl, cfg);
+	free(seen);
+	if (r)
+		return r;
+	char buf[PATH_MAX];
+	const char *ws = fl.workspace;
+	if (!ws && !(ws = getcwd(buf, sizeof(buf)))) {
+		cli_error("cannot read the current directory: %s; give --workspace DIR",
+		          strerror(errno));
+		return EXIT_CORRAL_FAILED;
+	}
+	if (corral_config_set_workspace(cfg, ws, &err) < 0)
+		return bad_value("--workspace", ws, err.message);
+	if (!(o->workspace = strdup(cfg->workspace))) {
+		cli_error("out of memory");
+		return EXIT_CORRAL_FAILED;
+	}
+	/* flags override the profile's timeouts; otherwise the profile (or default) stands */
+	if ((fl.timeout_set || fl.kill_after_set) &&
+	    corral_config_set_timeout_ms(cfg, fl.timeout_set ? fl.timeout_ms : cfg->timeout_ms,
+	                                 fl.kill_after_set ? fl.kill_after_ms : cfg->kill_after_ms,
+	                                 &err) < 0) {
 		cli_error("%s", err.message);
 		return EXIT_CORRAL_FAILED;
 	}
-	return 0;
+	o->timeout_ms = cfg->timeout_ms;
+	o->kill_after_ms = cfg->kill_after_ms;
+	o->mode = cfg->mode;
+	o->net = cfg->net;
+	warn_withheld(cfg, argc, argv);
+	return validate_policy(cfg);
 }
 
 int cmd_mcp(int argc, char **argv)
 {
 	struct mcp_options o;
 	memset(&o, 0, sizeof(o));
-	corral_config *cfg = corral_config_new();
-	if (!cfg) {
+	if (!(o.base = corral_config_new())) {
 		cli_error("out of memory");
 		return EXIT_CORRAL_FAILED;
 	}
-	int r = configure(argc, argv, &o, cfg);
-	corral_config_free(cfg);
+	int r = configure(argc, argv, &o, o.base);
 	if (r) {
 		mcp_options_free(&o);
 		return r < 0 ? 0 : r;

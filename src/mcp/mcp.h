@@ -2,10 +2,11 @@
  *
  *   jsonrpc.c  pure: line framing, JSON-RPC 2.0 envelope validation, method dispatch,
  *              message builders, MCP version negotiation. No I/O (unit-tested).
- *   tools.c    the tools: schemas, argument validation into a corral_config, the text and
- *              structured result of a run, progress messages.
+ *   tools.c    the tools: schemas, argument validation into a copy of the server's base
+ *              corral_config (arguments only narrow it), the text and structured result of a
+ *              run, and can_i's policy answers.
  *   server.c   the MCP lifecycle and the single-threaded epoll loop: stdin, stdout, signals,
- *              a progress timer and one descriptor per running sandbox.
+ *              a progress timer and one descriptor per running sandbox; the audit record.
  */
 #ifndef CORRAL_MCP_H
 #define CORRAL_MCP_H
@@ -137,27 +138,26 @@ char *mcp_utf8_clean(const char *s, size_t n);
 
 /* ---- server options (filled by src/cli/mcp.c) ----------------------------------------- */
 
-struct mcp_env {
-	char *name;
-	char *value;
-};
-
 struct mcp_options {
-	char *workspace;     /* absolute path */
+	/* The server's policy, built once at start: the profile first, then the flags (the
+	 * precedence of `corral run`). Every call runs a corral_config_dup() of it, narrowed by
+	 * the call's arguments. Owned. */
+	corral_config *base;
+	char *workspace; /* absolute path (also in base) */
+	/* Snapshots of base, for descriptions and checks. */
 	uint64_t timeout_ms; /* per call, 0 = none; calls may only lower it */
 	uint64_t kill_after_ms;
-	uint64_t limits[CORRAL_LIMIT__COUNT];
-	bool limit_set[CORRAL_LIMIT__COUNT];
-	size_t output_cap; /* 0: library default */
 	enum corral_mode mode;
 	enum corral_net net;
-	struct mcp_env *env; /* fixed variables for every call */
-	size_t n_env;
-	char **allow_env; /* fnmatch patterns of names a call may set */
+	char **allow_env; /* fnmatch patterns of names a call may set (besides base's env
+	                     allow globs); deny globs still win */
 	size_t n_allow_env;
 	unsigned max_concurrent; /* running sandboxes */
 	size_t max_queue;        /* waiting calls beyond that */
 	size_t max_message;      /* bytes per incoming message */
+	bool audit_off;          /* --audit off */
+	char *audit_path;        /* --audit PATH, or NULL for the default store */
+	bool audit_output;       /* --audit-output */
 };
 
 void mcp_options_free(struct mcp_options *o);
@@ -176,28 +176,39 @@ json_t *mcp_tools_list(const struct mcp_options *o, const char *version);
 
 /* A call ready to run: its configuration and what the text result needs. */
 struct mcp_plan {
-	corral_config *cfg;  /* owned */
+	corral_config *cfg;  /* owned: a copy of the server's base, narrowed by the call */
 	char *display;       /* "$ ..." headline */
 	char **argv;         /* the command as configured, for a result when spawn fails */
 	char *command;       /* the shell string, or NULL */
 	uint64_t timeout_ms; /* effective timeout, for "timed out after" */
+	json_t *answer;      /* MCP_PREP_ANSWERED: the CallToolResult (owned) */
+	json_t *queries;     /* MCP_PREP_ANSWERED by can_i: the policy answers, an array of
+	                        {op, target, allowed, rule, reason} for the audit (owned) */
 };
 void mcp_plan_free(struct mcp_plan *p);
 
-enum mcp_prepare { MCP_PREP_OK = 0, MCP_PREP_UNKNOWN_TOOL, MCP_PREP_BAD_ARGS };
+enum mcp_prepare {
+	MCP_PREP_OK = 0,       /* plan->cfg is ready to run */
+	MCP_PREP_UNKNOWN_TOOL, /* why filled */
+	MCP_PREP_BAD_ARGS,     /* why filled */
+	MCP_PREP_ANSWERED,     /* nothing to run: plan->answer is the result (can_i) */
+};
 /* Validate a tools/call into a plan. UNKNOWN_TOOL and BAD_ARGS fill why (one line that names
- * the argument and says what is expected). args may be NULL. */
+ * the argument and says what is expected). args may be NULL. version shapes an immediate
+ * answer. */
 enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name, const json_t *args,
-                                  struct mcp_plan *plan, char *why, size_t whylen);
+                                  const char *version, struct mcp_plan *plan, char *why,
+                                  size_t whylen);
 
 /* The CallToolResult of a finished run (new reference). */
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
                         const char *version);
 /* The CallToolResult of a call that could not run: isError with the message. */
 json_t *mcp_tool_error(const char *message);
-/* A result for a run that could not be started (corral_spawn failed), built from err. */
-json_t *mcp_tool_spawn_failed(const struct mcp_plan *plan, const struct mcp_options *o,
-                              const struct corral_error *err, const char *version);
+/* A run that could not be started (corral_spawn failed), described in the result schema:
+ * fills *res from err (res borrows the plan's argv and command; do not free it). */
+void mcp_spawn_failed_result(const struct mcp_plan *plan, const struct mcp_options *o,
+                             const struct corral_error *err, struct corral_result *res);
 
 /* Names of the tools offered, comma separated (for error messages). */
 const char *mcp_tool_names(void);

@@ -5,9 +5,17 @@
  * notifications, and one descriptor per running sandbox (corral_proc_fd, which already covers
  * that run's own timers). Calls beyond --max-concurrent wait in a FIFO queue; everything else
  * (ping, tools/list, cancellation) is answered at once. Each reply is built completely, then
- * written whole; what the client does not take at once waits in an output queue. */
+ * written whole; what the client does not take at once waits in an output queue.
+ *
+ * The audit store is opened once for the server's lifetime; every call that reached the
+ * sandbox launcher is recorded as an "mcp_call" execution when it ends, and every can_i
+ * question as a "policy_query" event. A store that cannot be opened or written costs a
+ * warning on stderr, never a call. */
 #include "mcp/mcp.h"
+#include "audit.h"
+#include "internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -18,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +40,13 @@
 #define OUTQ_HIGH (16u << 20) /* stop reading requests while this much output waits */
 #define OUTQ_LOW (4u << 20)
 #define SHUTDOWN_FLUSH_MS 2000 /* how long replies already built may take to drain at exit */
+#define SHUTDOWN_REAP_MS 1000  /* how long killed sandboxes may take to end in a result */
+/* Descriptors: a call is started only while the server has room for one more sandbox (what
+ * one has taken so far, measured, plus this margin for the launch's transient pipes), so
+ * that running out surfaces as a clean "too many open files" result before the launcher
+ * runs short halfway through. */
+#define FD_PER_CALL_GUESS 8
+#define FD_MARGIN 16
 
 enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL };
 struct watch {
@@ -58,6 +75,10 @@ struct call {
 	struct call *prev, *next; /* live calls (queued and running) */
 	struct call *qnext;       /* the FIFO queue */
 	struct call *dnext;       /* finished, freed at the end of the loop iteration */
+	/* for the audit record */
+	int64_t started_wall_ms;
+	char *cwd;
+	char policy_hash[65];
 };
 
 struct server {
@@ -79,6 +100,10 @@ struct server {
 	bool stop;
 	const char *stop_reason;
 	char *readbuf;
+	struct audit *audit;   /* NULL: no audit (off, or the store could not be opened) */
+	char *client_info;     /* {name, version, title} of initialize's clientInfo, or NULL */
+	uint64_t audit_failed; /* records that could not be written */
+	int fd_per_call;       /* most descriptors one running sandbox has taken (0: unknown) */
 };
 
 static uint64_t now_ms(void)
@@ -227,7 +252,155 @@ static void call_free(struct call *c)
 	json_decref(c->id);
 	json_decref(c->progress_token);
 	mcp_plan_free(&c->plan);
+	free(c->cwd);
 	free(c);
+}
+
+/* ---- audit ------------------------------------------------------------------------------ */
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A write failed: warn once (the call itself is not affected), count the rest. */
+static void audit_failed(struct server *s, const struct corral_error *err)
+{
+	if (s->audit_failed++ == 0)
+		logmsg("audit: %s (calls are not affected; further audit errors are only counted)",
+		       err->message);
+}
+
+static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
+{
+	if (!s->audit || !res)
+		return;
+	const corral_config *base = s->o->base;
+	char *viol = result_violations_json(res);
+	struct audit_run r = {
+	    .res = res,
+	    .kind = "mcp_call",
+	    .client = "mcp",
+	    .client_info_json = s->client_info,
+	    .cwd = c->cwd,
+	    .profile = base->profile_name ? base->profile_name : "default",
+	    .policy_hash = c->policy_hash[0] ? c->policy_hash : NULL,
+	    .started_at_ms = c->started_wall_ms,
+	    .store_output = s->o->audit_output,
+	    .cancelled = c->cancelled,
+	    .violations_json = viol,
+	    .redactions = res->redactions,
+	};
+	struct corral_error err = {0};
+	if (audit_record_run(s->audit, &r, &err) < 0)
+		audit_failed(s, &err);
+	free(viol);
+}
+
+static void audit_queries(struct server *s, const json_t *answers)
+{
+	size_t i;
+	json_t *a;
+	if (!s->audit)
+		return;
+	json_array_foreach(answers, i, a)
+	{
+		char *d = json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		struct corral_error err = {0};
+		if (!d || audit_record_event(s->audit, "policy_query", NULL, d, &err) < 0)
+			audit_failed(s, &err);
+		free(d);
+	}
+}
+
+static void audit_start(struct server *s)
+{
+	if (s->o->audit_off)
+		return;
+	struct corral_error err = {0};
+	if (audit_open(s->o->audit_path, &s->audit, &err) < 0) {
+		logmsg("audit: %s (serving without an audit record; calls are not affected)",
+		       err.message);
+		s->audit = NULL;
+	}
+}
+
+static void audit_stop(struct server *s)
+{
+	if (s->audit_failed > 1)
+		logmsg("audit: %llu records could not be written to %s",
+		       (unsigned long long)s->audit_failed, audit_path(s->audit));
+	audit_close(s->audit);
+	s->audit = NULL;
+	free(s->client_info);
+	s->client_info = NULL;
+}
+
+/* ---- descriptors ------------------------------------------------------------------------ */
+
+/* Descriptors open in this process, or -errno when they cannot be counted (EMFILE: not even
+ * one is free to open /proc/self/fd). */
+static int count_fds(void)
+{
+	int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	char buf[4096];
+	int n = 0;
+	for (;;) {
+		long r = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+		if (r <= 0)
+			break;
+		for (long off = 0; off < r;) {
+			struct dirent64 *de = (struct dirent64 *)(buf + off);
+			off += de->d_reclen;
+			if (de->d_name[0] != '.')
+				n++;
+		}
+	}
+	close(dfd);
+	return n - 1; /* not the directory itself */
+}
+
+/* Is there room for one more sandbox while others run? Fills err when not. *before is the
+ * count of open descriptors (or <0), for measuring what the launch takes. */
+static bool fd_room(struct server *s, int *before, struct corral_error *err)
+{
+	struct rlimit rl;
+	*before = -1;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return true;
+	*before = count_fds();
+	/* With nothing running, always try: the launcher reports its own error, and that is
+	 * how a server learns it has recovered. */
+	if (s->running == 0)
+		return true;
+	int need = (s->fd_per_call ? s->fd_per_call : FD_PER_CALL_GUESS) + FD_MARGIN;
+	if (*before >= 0 && (uint64_t)*before + (uint64_t)need <= (uint64_t)rl.rlim_cur)
+		return true;
+	if (*before < 0 && *before != -EMFILE && *before != -ENFILE)
+		return true; /* no /proc: cannot tell, let the launcher try */
+	err->code = CORRAL_ESYS;
+	err->sys_errno = EMFILE;
+	snprintf(err->step, sizeof(err->step), "spawn");
+	if (*before >= 0)
+		snprintf(err->message, sizeof(err->message),
+		         "spawn: %s: the server has %d of its %llu descriptors in use by %u running "
+		         "calls, and a sandbox needs about %d; the call was not started. Try again "
+		         "when other calls have finished; the operator can raise the server's "
+		         "open-files limit (ulimit -n) or lower --max-concurrent",
+		         strerror(EMFILE), *before, (unsigned long long)rl.rlim_cur, s->running,
+		         need);
+	else
+		snprintf(err->message, sizeof(err->message),
+		         "spawn: %s: every one of the server's %llu descriptors is in use by %u "
+		         "running calls; the call was not started. Try again when other calls have "
+		         "finished; the operator can raise the server's open-files limit (ulimit "
+		         "-n) or lower --max-concurrent",
+		         strerror(-*before), (unsigned long long)rl.rlim_cur, s->running);
+	return false;
 }
 
 /* Unlink from the live list; freed after the current batch of events (an event for it may
@@ -307,8 +480,20 @@ static void on_output(void *ud, int stream, const char *buf, size_t len)
 static void start_call(struct server *s, struct call *c)
 {
 	struct corral_error err = {0};
+	const corral_config *cfg = c->plan.cfg;
+	c->started_wall_ms = wall_ms();
+	policy_hash(cfg, c->policy_hash);
+	free(c->cwd);
+	c->cwd = strdup(cfg->cwd ? cfg->cwd : cfg->workspace);
 	corral_config_set_output_cb(c->plan.cfg, on_output, c);
-	int r = corral_spawn(c->plan.cfg, &c->proc, &err);
+	int before, r = -1;
+	if (fd_room(s, &before, &err))
+		r = corral_spawn(c->plan.cfg, &c->proc, &err);
+	if (r == 0 && before >= 0) {
+		int after = count_fds();
+		if (after > before && after - before > s->fd_per_call)
+			s->fd_per_call = after - before;
+	}
 	/* The run has its own copy; drop ours (stdin data may be large). */
 	corral_config_free(c->plan.cfg);
 	c->plan.cfg = NULL;
@@ -326,7 +511,10 @@ static void start_call(struct server *s, struct call *c)
 		}
 	}
 	if (r < 0) {
-		respond(s, c, mcp_tool_spawn_failed(&c->plan, s->o, &err, s->version));
+		struct corral_result res;
+		mcp_spawn_failed_result(&c->plan, s->o, &err, &res);
+		audit_call(s, c, &res);
+		respond(s, c, mcp_tool_result(&c->plan, &res, s->version));
 		c->state = CALL_QUEUED; /* not counted as running */
 		call_retire(s, c);
 		return;
@@ -349,6 +537,7 @@ static void step_call(struct server *s, struct call *c)
 	} else {
 		struct corral_result *res = NULL;
 		if (corral_proc_result(c->proc, &res, &err) == 0) {
+			audit_call(s, c, res);
 			respond(s, c,
 			        c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version));
 			corral_result_free(res);
@@ -450,6 +639,29 @@ static void update_progress_timer(struct server *s)
 
 /* ---- methods ---------------------------------------------------------------------------- */
 
+/* What the audit records of the client: the identifying strings of initialize's clientInfo,
+ * each cut to a sane length (the rest of the object is the client's business). */
+static void keep_client_info(struct server *s, const json_t *ci)
+{
+	static const char *const keys[] = {"name", "version", "title"};
+	if (!json_is_object(ci))
+		return;
+	json_t *k = json_object();
+	for (size_t i = 0; k && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		json_t *v = json_object_get(ci, keys[i]);
+		if (!json_is_string(v))
+			continue;
+		size_t n = json_string_length(v);
+		char *clean = mcp_utf8_clean(json_string_value(v), n > 256 ? 256 : n);
+		if (clean)
+			json_object_set_new(k, keys[i], json_string(clean));
+		free(clean);
+	}
+	free(s->client_info);
+	s->client_info = k ? json_dumps(k, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	json_decref(k);
+}
+
 static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 {
 	struct server *s = ctx;
@@ -474,24 +686,31 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		               jr_type_name(caps));
 	s->version = mcp_negotiate_version(json_string_value(v));
 	s->initialized = true;
+	keep_client_info(s, json_object_get(m->params, "clientInfo"));
 
 	const struct mcp_options *o = s->o;
-	char instr[1200], tmo[64];
+	char instr[1600], tmo[64];
 	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace)); /* JSON text is UTF-8 */
 	if (o->timeout_ms)
 		snprintf(tmo, sizeof(tmo), "%.3g s", (double)o->timeout_ms / 1000.0);
 	else
 		snprintf(tmo, sizeof(tmo), "none");
+	const char *prof = o->base->profile_name ? o->base->profile_name : "default";
+	char *pclean = mcp_utf8_clean(prof, strlen(prof));
 	snprintf(instr, sizeof(instr),
 	         "corral runs commands in a Linux sandbox. Every tool call gets a fresh sandbox: "
-	         "the workspace %s is read-write and is the current directory and HOME; the rest "
+	         "the workspace %s is %s and is the current directory and HOME; the rest "
 	         "of the system is read-only; /tmp is private and empty; %s; no process outlives "
-	         "the call, and only files written to the workspace persist between calls. "
-	         "Timeout per call: %s (timeout_s can only lower it). Up to %u calls run at once; "
-	         "more wait in a queue.",
-	         ws ? ws : "?",
+	         "the call, and %s. Policy: profile %s. Timeout per call: %s (timeout_s can only "
+	         "lower it). Up to %u calls run at once; more wait in a queue. Ask can_i whether "
+	         "a read, write, exec or connect is allowed before relying on it; the policy "
+	         "cannot be changed from here.",
+	         ws ? ws : "?", o->base->workspace_ro ? "read-only" : "read-write",
 	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network",
-	         tmo, o->max_concurrent);
+	         o->base->workspace_ro ? "nothing persists between calls"
+	                               : "only files written to the workspace persist between calls",
+	         pclean ? pclean : "?", tmo, o->max_concurrent);
+	free(pclean);
 	free(ws);
 	json_t *info = json_pack("{s:s, s:s}", "name", "corral", "version", CORRAL_VERSION);
 	if (mcp_version_at_least(s->version, "2025-06-18"))
@@ -569,7 +788,15 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 
 	char why[600];
 	struct mcp_plan plan;
-	switch (mcp_tool_prepare(s->o, json_string_value(name), args, &plan, why, sizeof(why))) {
+	switch (mcp_tool_prepare(s->o, json_string_value(name), args, s->version, &plan, why,
+	                         sizeof(why))) {
+	case MCP_PREP_ANSWERED:
+		/* can_i: answered now, from the server's policy; nothing runs */
+		audit_queries(s, plan.queries);
+		r->result = plan.answer;
+		plan.answer = NULL;
+		mcp_plan_free(&plan);
+		return;
 	case MCP_PREP_UNKNOWN_TOOL:
 		return jr_fail(r, JR_INVALID_PARAMS, "invalid params: params.name: %s", why);
 	case MCP_PREP_BAD_ARGS: {
@@ -812,8 +1039,25 @@ static void shutdown_all(struct server *s)
 {
 	/* Kill every sandbox first, then reap them one by one: their teardown overlaps. */
 	for (struct call *c = s->calls; c; c = c->next)
-		if (c->state == CALL_RUNNING)
+		if (c->state == CALL_RUNNING) {
+			c->cancelled = true;
 			corral_proc_cancel(c->proc, 0, NULL);
+		}
+	/* With an audit store, let each killed run end in a result (briefly) so that it is
+	 * recorded as cancelled; corral_proc_destroy below reaps whatever is left. */
+	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
+	for (struct call *c = s->calls; c && s->audit; c = c->next) {
+		if (c->state != CALL_RUNNING)
+			continue;
+		int r = 0;
+		for (uint64_t t = now_ms(); r == 0 && t < reap_until; t = now_ms())
+			r = corral_proc_step(c->proc, (int)(reap_until - t), NULL);
+		struct corral_result *res = NULL;
+		if (r == 1 && corral_proc_result(c->proc, &res, NULL) == 0) {
+			audit_call(s, c, res);
+			corral_result_free(res);
+		}
+	}
 	while (s->calls) {
 		struct call *c = s->calls;
 		c->cancelled = true;
@@ -934,23 +1178,25 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		teardown(&s, &old);
 		return 125;
 	}
-	logmsg("serving MCP on stdio: workspace %s, up to %u concurrent sandboxes, tools: %s",
-	       o->workspace, o->max_concurrent, mcp_tool_names());
+	audit_start(&s);
+	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent sandboxes, "
+	       "tools: %s; audit: %s",
+	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
+	       o->max_concurrent, mcp_tool_names(),
+	       s.audit ? audit_path(s.audit) : o->audit_off ? "off" : "unavailable");
 	run_loop(&s);
 	shutdown_all(&s);
 	logmsg("shut down (%s)", s.stop_reason ? s.stop_reason : "error");
+	audit_stop(&s);
 	teardown(&s, &old);
 	return 0;
 }
 
 void mcp_options_free(struct mcp_options *o)
 {
+	corral_config_free(o->base);
 	free(o->workspace);
-	for (size_t i = 0; i < o->n_env; i++) {
-		free(o->env[i].name);
-		free(o->env[i].value);
-	}
-	free(o->env);
+	free(o->audit_path);
 	for (size_t i = 0; i < o->n_allow_env; i++)
 		free(o->allow_env[i]);
 	free(o->allow_env);

@@ -1,6 +1,8 @@
-/* The MCP tools: their schemas, argument validation into a corral_config (arguments can only
- * narrow what the server was started with), and the text + structured result of a run. */
+/* The MCP tools: their schemas, argument validation into a copy of the server's base
+ * configuration (arguments can only narrow it), the text + structured result of a run, and
+ * can_i, which answers policy questions from the base configuration and changes nothing. */
 #include "mcp/mcp.h"
+#include "internal.h"
 
 #include <fnmatch.h>
 #include <math.h>
@@ -65,7 +67,7 @@ static bool any_language(void)
 
 /* ---- the tool table -------------------------------------------------------------------- */
 
-enum tool_id { TOOL_RUN_COMMAND, TOOL_RUN_CODE };
+enum tool_id { TOOL_RUN_COMMAND, TOOL_RUN_CODE, TOOL_CAN_I };
 
 struct tool {
 	const char *name;
@@ -76,15 +78,14 @@ struct tool {
 static const struct tool tools[] = {
     {"run_command", "Run a command in the sandbox", TOOL_RUN_COMMAND},
     {"run_code", "Run code in the sandbox", TOOL_RUN_CODE},
-    /* can_i (policy query: read, write, exec or connect) goes here once the policy engine
-     * lands; it answers from `corral policy check` and cannot change the policy.
-     * The shell-session and background-job tools of their own issue go here too. */
+    {"can_i", "Ask the sandbox policy", TOOL_CAN_I},
+    /* The shell-session and background-job tools of their own issue go here. */
 };
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
 
 const char *mcp_tool_names(void)
 {
-	return any_language() ? "run_command, run_code" : "run_command";
+	return any_language() ? "run_command, run_code, can_i" : "run_command, can_i";
 }
 
 static const struct tool *find_tool(const char *name)
@@ -147,6 +148,23 @@ static json_t *prop(const char *type, const char *description)
 	return json_pack("{s:s, s:s}", "type", type, "description", description);
 }
 
+/* The names a call may set, as a list of globs for descriptions and messages. */
+static void allowed_env_names(const struct mcp_options *o, char *out, size_t n)
+{
+	size_t used = 0;
+	out[0] = '\0';
+	const corral_config *b = o->base;
+	for (size_t i = 0; i < b->n_env_allow + o->n_allow_env && used + 5 < n; i++) {
+		const char *g = i < b->n_env_allow ? b->env_allow[i] : o->allow_env[i - b->n_env_allow];
+		int w = snprintf(out + used, n - used, "%s%s", i ? ", " : "", g);
+		if (w < 0 || (size_t)w >= n - used) {
+			snprintf(out + (used < n - 5 ? used : n - 5), 5, "...");
+			return;
+		}
+		used += (size_t)w;
+	}
+}
+
 static void add_common_props(json_t *props, const struct mcp_options *o)
 {
 	json_object_set_new(props, "cwd",
@@ -168,23 +186,16 @@ static void add_common_props(json_t *props, const struct mcp_options *o)
 	json_object_set_new(props, "timeout_s", t);
 	json_object_set_new(props, "stdin",
 	                    prop("string", "Text fed to standard input (default: empty)."));
-	if (o->n_allow_env) {
-		char names[200] = "";
-		size_t used = 0;
-		for (size_t i = 0; i < o->n_allow_env && used + 2 < sizeof(names); i++) {
-			int w = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-			                 o->allow_env[i]);
-			if (w < 0)
-				break;
-			used += (size_t)w;
-			if (used >= sizeof(names))
-				used = sizeof(names) - 1;
-		}
-		snprintf(desc, sizeof(desc),
-		         "Environment variables to set (name to value). Allowed "
-		         "names: %s.",
+	if (o->n_allow_env || o->base->n_env_allow) {
+		char names[300];
+		allowed_env_names(o, names, sizeof(names));
+		char d2[600];
+		snprintf(d2, sizeof(d2),
+		         "Environment variables to set (name to value). Allowed names: %s. Names "
+		         "the policy withholds (credentials such as *_TOKEN, *SECRET*, AWS_*, and "
+		         "loader variables such as LD_PRELOAD) are refused even when they match.",
 		         names);
-		json_t *e = prop("object", desc);
+		json_t *e = prop("object", d2);
 		json_object_set_new(e, "additionalProperties",
 		                    json_pack("{s:s}", "type", "string"));
 		json_object_set_new(props, "env", e);
@@ -195,18 +206,100 @@ static void describe_sandbox(char *buf, size_t n, const struct mcp_options *o)
 {
 	/* A path is bytes; JSON text must be UTF-8. */
 	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace));
+	bool ro = o->base->workspace_ro;
 	snprintf(buf, n,
-	         "Each call runs in a fresh sandbox: the workspace %s is read-write (and the "
-	         "current directory and HOME), the system is read-only, /tmp is private and "
-	         "empty, %s, and no process survives the call; only files written to the "
-	         "workspace persist.",
-	         ws ? ws : "?",
-	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network");
+	         "Each call runs in a fresh sandbox: the workspace %s is %s (and the current "
+	         "directory and HOME), the system is read-only, /tmp is private and empty, %s, "
+	         "and no process survives the call; %s. Use can_i to check whether a path, "
+	         "command or host is allowed before trying.",
+	         ws ? ws : "?", ro ? "read-only" : "read-write",
+	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network",
+	         ro ? "nothing persists between calls"
+	            : "only files written to the workspace persist");
 	free(ws);
+}
+
+/* can_i's answers: one policy answer as corral_policy_query gives it, or several. */
+static const char can_i_output_schema_json[] =
+    "{\"type\":\"object\","
+    "\"description\":\"The policy's answer, as `corral policy check --json` prints it; with "
+    "queries, one answer per query in answers\","
+    "\"properties\":{"
+    "\"op\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"exec\",\"connect\"]},"
+    "\"target\":{\"type\":\"string\"},"
+    "\"allowed\":{\"type\":\"boolean\"},"
+    "\"rule\":{\"type\":\"string\",\"description\":\"the rule or layer that decides\"},"
+    "\"reason\":{\"type\":\"string\",\"description\":\"why, and what to do instead\"},"
+    "\"answers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"op\",\"target\",\"allowed\",\"rule\"],"
+    "\"properties\":{\"op\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"},"
+    "\"allowed\":{\"type\":\"boolean\"},\"rule\":{\"type\":\"string\"},"
+    "\"reason\":{\"type\":\"string\"}}}}"
+    "}}";
+
+#define CAN_I_MAX_QUERIES 64
+
+static json_t *can_i_query_props(void)
+{
+	json_t *props = json_object();
+	json_t *op = prop("string", "read or write a path, exec a command (a name looked up in "
+	                            "the sandbox PATH, or a path), connect to HOST:PORT.");
+	json_object_set_new(op, "enum", json_pack("[s,s,s,s]", "read", "write", "exec", "connect"));
+	json_object_set_new(props, "op", op);
+	json_object_set_new(props, "target",
+	                    prop("string", "A path (absolute, ~/..., or relative to the "
+	                                   "workspace), a command, or HOST:PORT."));
+	return props;
+}
+
+static json_t *can_i_entry(const struct mcp_options *o, const char *version)
+{
+	json_t *props = can_i_query_props();
+	json_t *item = json_pack("{s:s, s:o, s:[s,s], s:b}", "type", "object", "properties",
+	                         can_i_query_props(), "required", "op", "target",
+	                         "additionalProperties", 0);
+	json_t *q = prop("array", "Several questions at once, each {op, target}; give this "
+	                          "instead of op and target.");
+	json_object_set_new(q, "items", item);
+	json_object_set_new(q, "minItems", json_integer(1));
+	json_object_set_new(q, "maxItems", json_integer(CAN_I_MAX_QUERIES));
+	json_object_set_new(props, "queries", q);
+	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
+	                           "additionalProperties", 0);
+	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace));
+	char desc[1200];
+	snprintf(desc, sizeof(desc),
+	         "Ask the sandbox policy whether an operation is allowed, without running "
+	         "anything: read or write a path, exec a command, or connect to HOST:PORT. The "
+	         "answer names the deciding rule and, when denied, what to do instead (for "
+	         "example: write src/main.c is allowed by the workspace rule; connect "
+	         "pypi.org:443 is denied because there is no network). Relative paths are "
+	         "relative to the workspace %s. Use it before a command that needs a path "
+	         "outside the workspace, a tool, or the network. Asking never changes the "
+	         "policy; a denial is an answer, not an error.",
+	         ws ? ws : "?");
+	free(ws);
+	json_t *e = json_pack("{s:s, s:s, s:o}", "name", "can_i", "description", desc, "inputSchema",
+	                      schema);
+	if (mcp_version_at_least(version, "2025-06-18")) {
+		json_object_set_new(e, "title", json_string("Ask the sandbox policy"));
+		json_t *out = json_loads(can_i_output_schema_json, 0, NULL);
+		if (out)
+			json_object_set_new(e, "outputSchema", out);
+	}
+	if (mcp_version_at_least(version, "2025-03-26"))
+		json_object_set_new(e, "annotations",
+		                    json_pack("{s:s, s:b, s:b, s:b, s:b}", "title",
+		                              "Ask the sandbox policy", "readOnlyHint", 1,
+		                              "destructiveHint", 0, "idempotentHint", 1,
+		                              "openWorldHint", 0));
+	return e;
 }
 
 static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, const char *version)
 {
+	if (t->id == TOOL_CAN_I)
+		return can_i_entry(o, version);
 	json_t *props = json_object();
 	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
 	                           "additionalProperties", 0);
@@ -283,6 +376,8 @@ json_t *mcp_tools_list(const struct mcp_options *o, const char *version)
 void mcp_plan_free(struct mcp_plan *p)
 {
 	corral_config_free(p->cfg);
+	json_decref(p->answer);
+	json_decref(p->queries);
 	free(p->display);
 	if (p->argv) {
 		for (char **a = p->argv; *a; a++)
@@ -341,42 +436,45 @@ static int check_keys(const json_t *args, const char *const *allowed, char *why,
 	return 0;
 }
 
-static bool env_allowed(const struct mcp_options *o, const char *name)
+/* May a call set the variable name? Only names the policy allows: a match of the base
+ * configuration's env allow globs (the profile's env.allow, --env NAME) or of --allow-env,
+ * and no deny glob (deny wins). Returns 0, or -1 with why naming the variable and the rule. */
+static int env_check(const struct mcp_options *o, const char *name, char *why, size_t n)
 {
+	const corral_config *b = o->base;
+	const char *deny = policy_env_denied_by(b, name);
+	if (deny)
+		return bad(why, n,
+		           "env.%.60s: not allowed: withheld by the policy's deny rule '%s' (deny rules "
+		           "keep credentials and loader variables out of the sandbox; a call cannot "
+		           "lift them)",
+		           name, deny);
+	for (size_t i = 0; i < b->n_env_allow; i++)
+		if (policy_glob_match(b->env_allow[i], name))
+			return 0;
 	for (size_t i = 0; i < o->n_allow_env; i++)
 		if (fnmatch(o->allow_env[i], name, 0) == 0)
-			return true;
-	return false;
+			return 0;
+	if (!b->n_env_allow && !o->n_allow_env)
+		return bad(why, n,
+		           "env.%.60s: not allowed: this server's policy allows no variables (the "
+		           "operator can allow names with env.allow in the profile, --env NAME or "
+		           "--allow-env NAME)",
+		           name);
+	char names[300];
+	allowed_env_names(o, names, sizeof(names));
+	return bad(why, n,
+	           "env.%.60s: not allowed: no env allow rule of this server's policy matches it "
+	           "(allowed: %s)",
+	           name, names);
 }
 
-/* The server's fixed settings, applied to a fresh configuration for each call. */
+/* The server's policy, copied for one call; the call's arguments then narrow the copy. */
 static corral_config *base_config(const struct mcp_options *o, char *why, size_t n)
 {
-	struct corral_error err = {0};
-	corral_config *cfg = corral_config_new();
-	if (!cfg) {
+	corral_config *cfg = corral_config_dup(o->base);
+	if (!cfg)
 		bad(why, n, "out of memory");
-		return NULL;
-	}
-	int r = corral_config_set_workspace(cfg, o->workspace, &err);
-	if (r == 0)
-		r = corral_config_set_timeout_ms(cfg, o->timeout_ms, o->kill_after_ms, &err);
-	for (int i = 0; r == 0 && i < CORRAL_LIMIT__COUNT; i++)
-		if (o->limit_set[i])
-			r = corral_config_set_limit(cfg, (enum corral_limit)i, o->limits[i], &err);
-	if (r == 0 && o->output_cap)
-		r = corral_config_set_output_cap(cfg, o->output_cap, &err);
-	if (r == 0)
-		r = corral_config_set_mode(cfg, o->mode, &err);
-	if (r == 0)
-		r = corral_config_set_net(cfg, o->net, &err);
-	for (size_t i = 0; r == 0 && i < o->n_env; i++)
-		r = corral_config_setenv(cfg, o->env[i].name, o->env[i].value, &err);
-	if (r < 0) {
-		bad(why, n, "server configuration: %s", err.message);
-		corral_config_free(cfg);
-		return NULL;
-	}
 	return cfg;
 }
 
@@ -432,18 +530,13 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		json_t *v;
 		json_object_foreach(env, name, v)
 		{
-			if (!o->n_allow_env)
-				return bad(
-				    why, n,
-				    "env.%.60s: this server allows no variables (the operator can "
-				    "allow names with corral mcp --allow-env NAME)",
-				    name);
-			if (!env_allowed(o, name))
+			if (!env_name_valid(name))
 				return bad(why, n,
-				           "env.%.60s: not allowed; this server allows only names "
-				           "matching "
-				           "its --allow-env list (see the tool's env description)",
+				           "env.%.60s: not a variable name (letters, digits and _, not "
+				           "starting with a digit)",
 				           name);
+			if (env_check(o, name, why, n) < 0)
+				return -1;
 			if (!json_is_string(v))
 				return bad(why, n, "env.%.60s: must be a string, not %s", name,
 				           jr_type_name(v));
@@ -673,9 +766,14 @@ static const char *const run_command_keys[] = {"command", "argv", "cwd", "timeou
                                                "stdin",   "env",  NULL};
 static const char *const run_code_keys[] = {"language", "code", "cwd", "timeout_s",
                                             "stdin",    "env",  NULL};
+static const char *const can_i_keys[] = {"op", "target", "queries", NULL};
+
+static int prepare_can_i(const struct mcp_options *o, const json_t *args, const char *version,
+                         struct mcp_plan *plan, char *why, size_t n);
 
 enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name, const json_t *args,
-                                  struct mcp_plan *plan, char *why, size_t whylen)
+                                  const char *version, struct mcp_plan *plan, char *why,
+                                  size_t whylen)
 {
 	memset(plan, 0, sizeof(*plan));
 	const struct tool *t = find_tool(name);
@@ -687,6 +785,17 @@ enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
 	json_t *empty = NULL;
 	if (!args)
 		args = empty = json_object();
+	if (t->id == TOOL_CAN_I) {
+		int r = check_keys(args, can_i_keys, why, whylen);
+		if (r == 0)
+			r = prepare_can_i(o, args, version, plan, why, whylen);
+		json_decref(empty);
+		if (r < 0) {
+			mcp_plan_free(plan);
+			return MCP_PREP_BAD_ARGS;
+		}
+		return MCP_PREP_ANSWERED;
+	}
 	const char *const *keys = t->id == TOOL_RUN_COMMAND ? run_command_keys : run_code_keys;
 	int r = check_keys(args, keys, why, whylen);
 	if (r == 0 && !(plan->cfg = base_config(o, why, whylen)))
@@ -893,29 +1002,160 @@ json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result 
 	return out;
 }
 
-json_t *mcp_tool_spawn_failed(const struct mcp_plan *plan, const struct mcp_options *o,
-                              const struct corral_error *err, const char *version)
+void mcp_spawn_failed_result(const struct mcp_plan *plan, const struct mcp_options *o,
+                             const struct corral_error *err, struct corral_result *res)
 {
 	/* corral_spawn hands back no result: describe the failure in the same schema. */
-	struct corral_result res;
-	memset(&res, 0, sizeof(res));
+	memset(res, 0, sizeof(*res));
 	unsigned char b[16] = {0};
 	if (getrandom(b, sizeof(b), GRND_NONBLOCK) != (ssize_t)sizeof(b))
 		memcpy(b, &plan, sizeof(plan) < sizeof(b) ? sizeof(plan) : sizeof(b));
 	b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-	snprintf(res.id, sizeof(res.id),
+	snprintf(res->id, sizeof(res->id),
 	         "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
 	         b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
 	         b[15]);
-	res.argv = plan->argv;
-	res.command = plan->command;
-	res.exit_code = -1;
-	res.mode = o->mode == CORRAL_MODE_NONE   ? "none"
-	           : o->mode == CORRAL_MODE_AUTO ? "auto"
-	                                         : "required";
-	res.error = *err;
-	if (!res.error.code)
-		res.error.code = CORRAL_ESYS;
-	return mcp_tool_result(plan, &res, version);
+	res->argv = plan->argv;
+	res->command = plan->command;
+	res->exit_code = -1;
+	res->mode = o->mode == CORRAL_MODE_NONE   ? "none"
+	            : o->mode == CORRAL_MODE_AUTO ? "auto"
+	                                          : "required";
+	res->error = *err;
+	if (!res->error.code)
+		res->error.code = CORRAL_ESYS;
+}
+
+/* ---- can_i ------------------------------------------------------------------------------ */
+
+static const char *const can_i_ops[] = {"read", "write", "exec", "connect", NULL};
+
+/* One question: validate it, ask the base policy, add the answer and its text line. */
+static int can_i_one(const struct mcp_options *o, const json_t *q, const char *where,
+                     json_t *answers, struct sbuf *b, char *why, size_t n)
+{
+	json_t *vop = json_object_get(q, "op"), *vt = json_object_get(q, "target");
+	if (!vop)
+		return bad(why, n, "%sop: required (read, write, exec or connect)", where);
+	if (!json_is_string(vop))
+		return bad(why, n, "%sop: must be a string (read, write, exec or connect), not %s",
+		           where, jr_type_name(vop));
+	const char *op = json_string_value(vop);
+	bool known = false;
+	for (const char *const *k = can_i_ops; *k; k++)
+		known |= !strcmp(*k, op);
+	if (!known)
+		return bad(why, n, "%sop: '%.40s' is not one of read, write, exec, connect", where,
+		           op);
+	if (!vt)
+		return bad(why, n, "%starget: required (a path, a command, or HOST:PORT)", where);
+	if (!json_is_string(vt))
+		return bad(why, n, "%starget: must be a string, not %s", where, jr_type_name(vt));
+	const char *target = json_string_value(vt);
+	if (strlen(target) != json_string_length(vt))
+		return bad(why, n, "%starget: must not contain NUL characters", where);
+	if (!*target)
+		return bad(why, n, "%starget: must not be empty", where);
+	char *doc = NULL;
+	struct corral_error err = {0};
+	int r = corral_policy_query(o->base, op, target, &doc, &err);
+	if (r < 0)
+		return bad(why, n, "%starget: %s", where, err.message);
+	json_t *a = json_loads(doc, 0, NULL);
+	free(doc);
+	if (!a)
+		return bad(why, n, "out of memory");
+	json_array_append_new(answers, a);
+	const char *rule = json_string_value(json_object_get(a, "rule"));
+	const char *reason = json_string_value(json_object_get(a, "reason"));
+	sb_printf(b, "%s: %s ", r ? "allowed" : "denied", op);
+	sb_add(b, target, strlen(target));
+	sb_add(b, " (rule: ", 8);
+	sb_add(b, rule ? rule : "?", strlen(rule ? rule : "?"));
+	sb_add(b, ")", 1);
+	if (reason && *reason) {
+		sb_add(b, " \u2014 ", strlen(" \u2014 "));
+		sb_add(b, reason, strlen(reason));
+	}
+	sb_add(b, "\n", 1);
+	return 0;
+}
+
+/* can_i: answered at once from the server's base policy; nothing runs and nothing changes.
+ * A denial is an answer (isError false); only a malformed question is an error. */
+static int prepare_can_i(const struct mcp_options *o, const json_t *args, const char *version,
+                         struct mcp_plan *plan, char *why, size_t n)
+{
+	json_t *queries = json_object_get(args, "queries");
+	bool single = json_object_get(args, "op") || json_object_get(args, "target");
+	if (queries && single)
+		return bad(why, n, "give either op and target, or queries (an array), not both");
+	if (!queries && !single)
+		return bad(why, n,
+		           "op and target: required (e.g. {\"op\": \"write\", \"target\": "
+		           "\"src/main.c\"}), or give queries (an array of such objects)");
+	if (queries) {
+		if (!json_is_array(queries))
+			return bad(why, n, "queries: must be an array of {op, target} objects, not %s",
+			           jr_type_name(queries));
+		if (json_array_size(queries) == 0)
+			return bad(why, n, "queries: must not be empty");
+		if (json_array_size(queries) > CAN_I_MAX_QUERIES)
+			return bad(why, n, "queries: at most %d questions per call, not %zu",
+			           CAN_I_MAX_QUERIES, json_array_size(queries));
+	}
+	json_t *answers = json_array();
+	struct sbuf b = {0};
+	int r = 0;
+	if (!answers)
+		r = bad(why, n, "out of memory");
+	if (r == 0 && !queries)
+		r = can_i_one(o, args, "", answers, &b, why, n);
+	for (size_t i = 0; r == 0 && queries && i < json_array_size(queries); i++) {
+		json_t *q = json_array_get(queries, i);
+		char where[40];
+		snprintf(where, sizeof(where), "queries[%zu].", i);
+		if (!json_is_object(q)) {
+			r = bad(why, n, "queries[%zu]: must be an object {op, target}, not %s", i,
+			        jr_type_name(q));
+			break;
+		}
+		r = check_keys(q, (const char *const[]){"op", "target", NULL}, why, n);
+		if (r == 0)
+			r = can_i_one(o, q, where, answers, &b, why, n);
+		else {
+			char tmp[600];
+			snprintf(tmp, sizeof(tmp), "queries[%zu]: %s", i, why);
+			snprintf(why, n, "%s", tmp);
+		}
+	}
+	if (r == 0 && b.oom)
+		r = bad(why, n, "out of memory");
+	if (r < 0) {
+		json_decref(answers);
+		free(b.s);
+		return -1;
+	}
+	json_t *structured = queries ? json_pack("{s:O}", "answers", answers)
+	                             : json_incref(json_array_get(answers, 0));
+	json_t *content = json_array();
+	json_array_append_new(content, text_item(b.s));
+	free(b.s);
+	json_t *out = json_object();
+	json_object_set_new(out, "content", content);
+	if (mcp_version_at_least(version, "2025-06-18")) {
+		json_object_set_new(out, "structuredContent", structured);
+	} else {
+		/* Before structuredContent existed, the JSON travels as a second text item. */
+		char *j = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (j)
+			json_array_append_new(content, text_item(j));
+		free(j);
+		json_decref(structured);
+	}
+	json_object_set_new(out, "isError", json_false());
+	plan->answer = out;
+	plan->queries = answers;
+	return 0;
 }

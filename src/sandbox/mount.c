@@ -245,6 +245,7 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 	for (size_t i = 0; i < req->n_deny; i++)
 		if (plan_add(plan, &cap, MOP_MASK, req->deny[i], req->deny[i], 1, 0, 0) < 0)
 			goto oom;
+	plan->proc_fallback = req->proc_fallback;
 	plan->cwd = strdup(req->cwd ? req->cwd : req->workspace);
 	plan->buf1 = malloc(PATH_MAX);
 	plan->buf2 = malloc(PATH_MAX);
@@ -455,7 +456,8 @@ static void fmt_tmpfs_opts(char *out, uint64_t size, const char *mode)
 	out[o] = 0;
 }
 
-static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan *plan)
+static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan *plan,
+                 int *notes)
 {
 	char opts[64];
 	char *buf = plan->buf1, *pbuf = plan->buf2;
@@ -474,7 +476,23 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 		fmt_tmpfs_opts(opts, op->size, op->ll_access & LL_WRITE ? "1777" : "0755");
 		return do_fs(op, rootfd, "tmpfs", MS_NOSUID | MS_NODEV, opts, buf, pbuf);
 	case MOP_PROC:
-		return do_fs(op, rootfd, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, buf, pbuf);
+		r = do_fs(op, rootfd, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, buf, pbuf);
+		/* Inside a container whose /proc has parts covered by other mounts the kernel
+		 * refuses a fresh procfs (mnt_already_visible). Only where the plan allows it
+		 * (mode auto): the outer /proc, read-only. */
+		if (r == -EPERM && plan->proc_fallback) {
+			int src = sys_openat2(AT_FDCWD, OLDROOT "/proc", O_PATH | O_CLOEXEC, 0);
+			if (src < 0)
+				return r;
+			r = attach_clone(src, rootfd, op->dst, 0,
+			                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+			                         MOUNT_ATTR_NOEXEC,
+			                 buf);
+			close(src);
+			if (r == 0)
+				*notes |= MOUNT_NOTE_OUTER_PROC;
+		}
+		return r;
 	case MOP_DEVPTS:
 		r = do_fs(op, rootfd, "devpts", MS_NOSUID | MS_NOEXEC,
 		          "newinstance,ptmxmode=0666,mode=620", buf, pbuf);
@@ -561,9 +579,10 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 	return -EINVAL;
 }
 
-int mount_setup_child(const struct mount_plan *plan, int *failed_op)
+int mount_setup_child(const struct mount_plan *plan, int *failed_op, int *notes)
 {
 	*failed_op = -1;
+	*notes = 0;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
@@ -590,7 +609,7 @@ int mount_setup_child(const struct mount_plan *plan, int *failed_op)
 	if (rootfd < 0)
 		return rootfd;
 	for (size_t i = 0; i < plan->n_ops; i++) {
-		int r = do_op(&plan->ops[i], rootfd, plan);
+		int r = do_op(&plan->ops[i], rootfd, plan, notes);
 		if (r < 0) {
 			*failed_op = (int)i;
 			close(rootfd);

@@ -54,6 +54,7 @@ struct mount_plan {
 	struct mount_op *ops;
 	size_t n_ops;
 	const char *cwd;       /* absolute cwd inside the sandbox */
+	int proc_fallback;     /* a fresh /proc refused (nested container): bind the outer one */
 	/* Scratch buffers for the child (preallocated by mount_plan_init; PATH_MAX each). */
 	char *buf1, *buf2;
 };
@@ -64,6 +65,7 @@ struct mount_request {
 	const char *workspace, *cwd;
 	uint64_t tmpfs_size;
 	int workspace_ro, etc_minimal;
+	int proc_fallback;    /* mode auto: may fall back to the outer /proc, read-only */
 	char *const *read;    /* extra read-only trees */
 	size_t n_read;
 	char *const *write;   /* extra read-write trees */
@@ -85,7 +87,8 @@ void mount_plan_free(struct mount_plan *plan);
 /* Child: make mounts private, build the new root on a tmpfs, pivot_root into it, detach the
  * old root, chdir to plan->cwd. On failure *failed_op is the index of the failing op (or -1
  * for the root/pivot steps). */
-int mount_setup_child(const struct mount_plan *plan, int *failed_op);
+#define MOUNT_NOTE_OUTER_PROC 1 /* the outer /proc was bound read-only (proc_fallback) */
+int mount_setup_child(const struct mount_plan *plan, int *failed_op, int *notes);
 
 /* ---- net.c ---------------------------------------------------------------------------- */
 

@@ -30,26 +30,27 @@
 static const struct {
 	const char *text, *core;
 } plants[] = {
-	{" " ENV1 " ", ENV1},
-	{" AKIAIOSFODNN7EXAMPLE ", "AKIAIOSFODNN7EXAMPLE"},
-	{" aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ",
-	 "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
-	{"\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4\n"
-	 "-----END RSA PRIVATE KEY-----\n",
-	 "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4"},
-	{" ghp_1234567890abcdefghijklmnopqrstuvwxyz ", "ghp_1234567890abcdefghijklmnopqrstuvwxyz"},
-	{" github_pat_11ABCDEFG0123456789_abcdefghijklmnop ",
-	 "github_pat_11ABCDEFG0123456789_abcdefghijklmnop"},
-	{" glpat-abcdefghij0123456789 ", "glpat-abcdefghij0123456789"},
-	{" xoxb-123456789012-1234567890123-AbCdEfGhIjKl ", "xoxb-123456789012-1234567890123-AbCdEfGhIjKl"},
-	{" https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXX ", "T000/B000/XXXXXXXXXXXX"},
-	{" sk-proj-abcdefghijklmnopqrstuvwxyz0123 ", "sk-proj-abcdefghijklmnopqrstuvwxyz0123"},
-	{" sk-ant-api03-abcdefghijklmnopqrstuvwxyz ", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"},
-	{" sk_live_51H8abcdefghijklmnopqrstu ", "sk_live_51H8abcdefghijklmnopqrstu"},
-	{" eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N ",
-	 "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"},
-	{" postgres://admin:Pl4ntedPassw0rd@db:5432 ", "Pl4ntedPassw0rd"},
-	{" " CUSTOM1 " ", CUSTOM1},
+    {" " ENV1 " ", ENV1},
+    {" AKIAIOSFODNN7EXAMPLE ", "AKIAIOSFODNN7EXAMPLE"},
+    {" aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY ",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"},
+    {"\n-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4\n"
+     "-----END RSA PRIVATE KEY-----\n",
+     "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4"},
+    {" ghp_1234567890abcdefghijklmnopqrstuvwxyz ", "ghp_1234567890abcdefghijklmnopqrstuvwxyz"},
+    {" github_pat_11ABCDEFG0123456789_abcdefghijklmnop ",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnop"},
+    {" glpat-abcdefghij0123456789 ", "glpat-abcdefghij0123456789"},
+    {" xoxb-123456789012-1234567890123-AbCdEfGhIjKl ",
+     "xoxb-123456789012-1234567890123-AbCdEfGhIjKl"},
+    {" https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXX ", "T000/B000/XXXXXXXXXXXX"},
+    {" sk-proj-abcdefghijklmnopqrstuvwxyz0123 ", "sk-proj-abcdefghijklmnopqrstuvwxyz0123"},
+    {" sk-ant-api03-abcdefghijklmnopqrstuvwxyz ", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"},
+    {" sk_live_51H8abcdefghijklmnopqrstu ", "sk_live_51H8abcdefghijklmnopqrstu"},
+    {" eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N ",
+     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"},
+    {" postgres://admin:Pl4ntedPassw0rd@db:5432 ", "Pl4ntedPassw0rd"},
+    {" " CUSTOM1 " ", CUSTOM1},
 };
 
 struct sink {
@@ -105,7 +106,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size < 4)
 		return 0;
-	int mode = (data[0] & 3) < 2 ? REDACT_REDACT : (data[0] & 3) == 2 ? REDACT_FLAG : REDACT_OFF;
+	int mode = (data[0] & 3) < 2    ? REDACT_REDACT
+	           : (data[0] & 3) == 2 ? REDACT_FLAG
+	                                : REDACT_OFF;
 	size_t pick = (size_t)(data[0] >> 2) & 15;
 	const char *plant = pick < sizeof(plants) / sizeof(plants[0]) ? plants[pick].text : "";
 	const char *core = plant[0] ? plants[pick].core : NULL;

@@ -1,6 +1,7 @@
 #include "redact.h"
 #include "test.h"
 
+#include <malloc.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -472,12 +473,14 @@ static void test_stream_big(void)
 	struct counter ct = {0};
 	struct redact_stream *s = redact_stream_new(r, count_put, &ct);
 	uint64_t worst = 0, bound = redact_holdback(r);
+	size_t heap = mallinfo2().uordblks; /* a stream allocates once, when created */
 	for (size_t i = 0; i < len; i++) {
 		redact_stream_feed(s, in + i, 1);
 		if (i + 1 - ct.emitted > worst)
 			worst = i + 1 - ct.emitted;
 	}
 	redact_stream_finish(s);
+	CHECK("redact 10MB 1-byte chunks no allocation", mallinfo2().uordblks == heap);
 	CHECK("redact 10MB 1-byte chunks all emitted", ct.emitted == len);
 	CHECK("redact 10MB 1-byte chunks bounded holdback", worst <= bound);
 	printf("INFO redact worst holdback on plain text %llu bytes (bound %llu)\n",
