@@ -32,6 +32,11 @@ int corral_check_host(char **json_out, struct corral_error *err)
 		add(arr, ns[i], u, u ? "created inside the user namespace" : "needs userns",
 		    "see userns");
 
+	int pr = u ? userns_probe_proc(why, sizeof(why)) : 0;
+	add(arr, "proc", pr, u ? why : "needs userns",
+	    "run corral outside the container (a fresh /proc needs the outer one fully visible), "
+	    "or use --mode auto, which shows the outer /proc read-only");
+
 	int abi = landlock_probe_abi();
 	snprintf(d, sizeof(d), abi ? "abi %d%s%s" : "not available", abi,
 	         abi >= 4 ? ", tcp rules" : "", abi >= 6 ? ", abstract unix and signal scoping" : "");

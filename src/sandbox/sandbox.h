@@ -20,6 +20,8 @@
 
 /* Is creating a user namespace allowed for this process? 1 yes, 0 no (reason filled). */
 int userns_probe(char *why, size_t whylen);
+/* Can a fresh procfs be mounted in a sandbox here? 1 yes, 0 no (why filled). Forks. */
+int userns_probe_proc(char *why, size_t whylen);
 /* Parent: write uid_map, setgroups=deny and gid_map for the child `pid`, mapping the
  * caller's uid/gid to the same ids inside. Returns 0 or -errno; step names the file. */
 int userns_write_maps(pid_t pid, uid_t uid, gid_t gid, const char **failed_file);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -88,4 +89,55 @@ int userns_probe(char *why, size_t whylen)
 		;
 	snprintf(why, whylen, "available");
 	return 1;
+}
+
+/* Can a sandbox mount a fresh /proc here? Inside a container whose /proc has covered parts
+ * the kernel refuses (a procfs may only be mounted where an existing one is fully visible).
+ * Tried for real in a throwaway child: user, mount and pid namespaces, then the mount. */
+int userns_probe_proc(char *why, size_t whylen)
+{
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		snprintf(why, whylen, "fork: %s", strerror(errno));
+		return 0;
+	}
+	if (pid == 0) {
+		char map[64];
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) < 0)
+			_exit(2);
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+		if (write_file("/proc/self/uid_map", map) < 0)
+			_exit(2);
+		write_file("/proc/self/setgroups", "deny");
+		snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+		if (write_file("/proc/self/gid_map", map) < 0)
+			_exit(2);
+		pid_t inner = fork(); /* pid 1 of the new pid namespace */
+		if (inner == 0) {
+			if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				_exit(2);
+			_exit(mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0
+			              ? (errno == EPERM ? 3 : 2)
+			              : 0);
+		}
+		int st;
+		if (inner < 0 || waitpid(inner, &st, 0) < 0 || !WIFEXITED(st))
+			_exit(2);
+		_exit(WEXITSTATUS(st));
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 2;
+	if (code == 0) {
+		snprintf(why, whylen, "a fresh /proc can be mounted");
+		return 1;
+	}
+	snprintf(why, whylen,
+	         code == 3 ? "the kernel refuses a fresh /proc: this host's /proc has parts covered "
+	                     "by other mounts (a container or another sandbox)"
+	                   : "could not test (no user namespaces)");
+	return 0;
 }
