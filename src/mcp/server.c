@@ -86,6 +86,7 @@ struct server {
 	int epfd, in_fd, out_fd, sigfd, timerfd;
 	struct watch w_in, w_out, w_sig, w_timer;
 	bool in_pollable, out_pollable, in_paused, out_watching, timer_armed;
+	bool in_parked; /* stdin hung up while paused: out of the epoll set until resumed */
 	int in_flags0, out_flags0;
 	struct jr_framer framer;
 	char *outq;
@@ -138,16 +139,20 @@ static void set_in_paused(struct server *s, bool paused)
 	s->in_paused = paused;
 	if (s->in_pollable) {
 		struct epoll_event ev = {.events = paused ? 0 : EPOLLIN, .data.ptr = &s->w_in};
-		epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->in_fd, &ev);
+		epoll_ctl(s->epfd, s->in_parked ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, s->in_fd, &ev);
+		s->in_parked = false;
 	}
 }
 
+/* stdout stays in the epoll set for its whole life: without EPOLLOUT it still reports
+ * EPOLLERR when the client closes its end, which is how a vanished client is noticed while
+ * calls run and nothing is being written. */
 static void watch_out(struct server *s, bool on)
 {
 	if (!s->out_pollable || s->out_watching == on)
 		return;
-	struct epoll_event ev = {.events = EPOLLOUT, .data.ptr = &s->w_out};
-	if (epoll_ctl(s->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, s->out_fd, &ev) == 0)
+	struct epoll_event ev = {.events = on ? EPOLLOUT : 0, .data.ptr = &s->w_out};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_MOD, s->out_fd, &ev) == 0)
 		s->out_watching = on;
 }
 
@@ -999,11 +1004,20 @@ static void run_loop(struct server *s)
 			struct watch *w = evs[i].data.ptr;
 			switch (w->kind) {
 			case W_STDIN:
-				if (!s->in_paused)
+				if (!s->in_paused) {
 					on_stdin(s);
+				} else if (evs[i].events & (EPOLLHUP | EPOLLERR)) {
+					/* reported even without EPOLLIN: park stdin until the
+					 * output drains, rather than spin on it */
+					epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->in_fd, NULL);
+					s->in_parked = true;
+				}
 				break;
 			case W_STDOUT:
-				flush_out(s);
+				if (evs[i].events & (EPOLLERR | EPOLLHUP))
+					out_broken(s, EPIPE); /* the client closed its end */
+				else
+					flush_out(s);
 				break;
 			case W_SIGNAL:
 				on_signal(s);
@@ -1139,9 +1153,8 @@ static int setup(struct server *s, const struct mcp_options *o, int in_fd, int o
 	} else if (errno != EPERM) {
 		return -1;
 	}
-	struct epoll_event probe = {.events = EPOLLOUT, .data.ptr = &s->w_out};
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, out_fd, &probe) == 0) {
-		epoll_ctl(s->epfd, EPOLL_CTL_DEL, out_fd, NULL);
+	struct epoll_event out_ev = {.events = 0, .data.ptr = &s->w_out};
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, out_fd, &out_ev) == 0) {
 		s->out_pollable = true;
 		if (set_nonblock(out_fd, &s->out_flags0) < 0)
 			return -1;

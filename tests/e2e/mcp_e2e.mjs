@@ -68,7 +68,7 @@ await test('initialize_and_list_tools', async () => {
   assert.match(client.getInstructions(), /sandbox/);
   const { tools } = await client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['run_code', 'run_command']);
+  assert.deepEqual(names, ['can_i', 'run_code', 'run_command']);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, 'object');
     assert.equal(t.outputSchema.type, 'object');
@@ -105,6 +105,44 @@ await test('call_every_tool', async () => {
   assert.match(text(r), /timeout_s/);
   // an unknown tool is a protocol error (-32602)
   await assert.rejects(client.callTool({ name: 'nope', arguments: {} }), /-32602|unknown tool/);
+  await client.close();
+});
+
+await test('can_i_answers_from_the_policy', async () => {
+  const { client } = await connect(['--profile', 'readonly']);
+  // listTools caches can_i's outputSchema: the SDK validates every structuredContent below
+  const { tools } = await client.listTools();
+  const canI = tools.find((t) => t.name === 'can_i');
+  assert.ok(canI, 'can_i is listed');
+  assert.equal(canI.annotations.readOnlyHint, true);
+  assert.deepEqual(canI.inputSchema.properties.op.enum, ['read', 'write', 'exec', 'connect']);
+  let r = await client.callTool({ name: 'can_i', arguments: { op: 'read', target: 'src/main.c' } });
+  assert.equal(r.isError, false);
+  assert.equal(r.structuredContent.allowed, true);
+  assert.match(text(r), /^allowed: read src\/main\.c \(rule: workspace /);
+  // the readonly profile: a denial is an answer, not an error
+  r = await client.callTool({ name: 'can_i', arguments: { op: 'write', target: 'src/main.c' } });
+  assert.equal(r.isError, false);
+  assert.equal(r.structuredContent.allowed, false);
+  assert.match(text(r), /^denied: write src\/main\.c \(rule: workspace \(read-only\)\)/);
+  r = await client.callTool({ name: 'can_i', arguments: { op: 'connect', target: 'pypi.org:443' } });
+  assert.equal(r.isError, false);
+  assert.equal(r.structuredContent.rule, 'network none');
+  assert.match(text(r), /^denied: connect pypi\.org:443 \(rule: network none\) \u2014 network access is disabled/);
+  r = await client.callTool({
+    name: 'can_i',
+    arguments: { queries: [{ op: 'exec', target: 'sh' }, { op: 'read', target: '/etc/shadow' }] },
+  });
+  assert.equal(r.isError, false);
+  assert.deepEqual(r.structuredContent.answers.map((a) => a.allowed), [true, false]);
+  assert.equal(text(r).trim().split('\n').length, 2);
+  // a malformed question is a tool error the model can read
+  r = await client.callTool({ name: 'can_i', arguments: { op: 'delete', target: 'x' } });
+  assert.equal(r.isError, true);
+  assert.match(text(r), /op: 'delete' is not one of read, write, exec, connect/);
+  // what can_i said holds: the write is refused in the sandbox
+  r = await client.callTool({ name: 'run_command', arguments: { command: 'touch src-main-c' } });
+  assert.equal(r.isError, true);
   await client.close();
 });
 
@@ -177,7 +215,7 @@ await test('malformed_line_then_good_request', async () => {
   transport._process.stdin.write('{"jsonrpc": "2.0", this is not json\n');
   await sleep(200);
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 2);
+  assert.equal(tools.length, 3);
   // The -32700 reply (id null) reached the client as an error, not as a crash.
   assert.ok(errors.length >= 1, 'the client saw no error for the malformed line');
   await client.ping();

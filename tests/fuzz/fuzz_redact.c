@@ -13,6 +13,10 @@
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
  *     tests/fuzz/fuzz_redact.c src/redact.c -o /tmp/fuzz_redact
  *   /tmp/fuzz_redact -dict=tests/fuzz/redact.dict tests/fuzz/corpus/redact
+ *
+ * Build it a second time with tiny bounds (add -DTOKEN_BOUND=48u -DPEM_MAX=300u
+ * -DPATTERN_MAX=16u -DSTEP=7u) to reach the open intervals, the long-value pieces and the
+ * window compaction with small inputs.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

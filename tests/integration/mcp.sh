@@ -58,7 +58,7 @@ for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--allow-env", "MY_*"]))
     s.initialize(v)
     tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
-    assert set(tools) == {"run_command", "run_code"}, tools.keys()
+    assert set(tools) == {"run_command", "run_code", "can_i"}, tools.keys()
     new = v >= "2025-06-18"
     for t in tools.values():
         assert t["inputSchema"]["type"] == "object", t
@@ -68,7 +68,12 @@ for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
         assert ("annotations" in t) == (v >= "2025-03-26"), (v, t.keys())
         if new:
             assert t["outputSchema"]["type"] == "object"
-            assert "exit_code" in t["outputSchema"]["properties"]
+            assert ("exit_code" if t["name"] != "can_i" else "allowed") in t["outputSchema"]["properties"]
+    if v >= "2025-03-26":   # can_i only reads the policy
+        a = tools["can_i"]["annotations"]
+        assert a["readOnlyHint"] and not a["destructiveHint"] and a["idempotentHint"], a
+        assert not tools["run_command"]["annotations"]["readOnlyHint"]
+    assert set(tools["can_i"]["inputSchema"]["properties"]) == {"op", "target", "queries"}
     props = tools["run_command"]["inputSchema"]["properties"]
     assert set(props) == {"command", "argv", "cwd", "timeout_s", "stdin", "env"}, props.keys()
     assert "MY_*" in props["env"]["description"]
@@ -192,7 +197,7 @@ os.mkdir(ws)
 s = M.Server([os.environ["CORRAL"].encode(), b"mcp", b"-w", ws])
 r = s.initialize()["result"]
 assert "/ws-\ufffd-dir" in r["instructions"], r["instructions"]
-assert len(s.response(s.request("tools/list"))["result"]["tools"]) == 2
+assert len(s.response(s.request("tools/list"))["result"]["tools"]) == 3
 r = s.call("run_command", {"command": "pwd; printf 'bin\\377\\000ary\\n'; printf '\\303' >&2"})
 t = M.text_of(r)
 assert not r["isError"] and "/ws-\ufffd-dir" in t and "bin\ufffd\ufffdary" in t, t
