@@ -8,7 +8,8 @@
  * message from the input); byte 1 the limit that fired; then stderr and stdout, each with a
  * 16-bit length.
  *
- * Invariants: no crash, leak or UB; at most 16 violations, one per (kind, object), each of a
+ * Invariants: no crash, leak or UB; corral_policy_query answers any target (the first line
+ * of stderr) with 1, 0 and a JSON document, or EINVAL; at most 16 violations, one per (kind, object), each of a
  * documented kind with non-NULL strings; nothing inferred for mode none or a clean exit;
  * an inferred network denial only when the network is off; an inferred file or exec denial
  * only where corral_policy_query denies that operation on the reported object ("never claims
@@ -177,6 +178,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	violations_collect(cfg, res);
 
+	/* the policy answers any path, also one that is not UTF-8 (file names are bytes), and
+	 * never with "out of memory" */
+	char target[256];
+	snprintf(target, sizeof(target), "%.*s", (int)strcspn(res->stderr_buf, "\n"),
+	         res->stderr_buf);
+	static const char *const ops[] = {"read", "write", "exec", "connect"};
+	for (size_t i = 0; target[0] && i < 4; i++) {
+		char *doc = NULL;
+		int r = corral_policy_query(cfg, ops[i], target, &doc, NULL);
+		FZ_CHECK(r == 0 || r == 1 || r == CORRAL_EINVAL);
+		FZ_CHECK((r >= 0) == !!doc);
+		if (doc) {
+			json_t *j = json_loads(doc, 0, NULL);
+			FZ_CHECK(json_is_object(j) && fz_utf8_valid(doc, strlen(doc), false));
+			FZ_CHECK(json_is_true(json_object_get(j, "allowed")) == (r == 1));
+			json_decref(j);
+		}
+		free(doc);
+	}
+
 	FZ_CHECK(res->n_violations <= 16);
 	bool quiet = cfg->mode == CORRAL_MODE_NONE || (res->exited && res->exit_code == 0);
 	for (size_t i = 0; i < res->n_violations; i++) {
@@ -199,8 +220,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FZ_CHECK(denied(cfg, "read", v->object));
 		else if (!strcmp(v->kind, "fs_write"))
 			FZ_CHECK(denied(cfg, "write", v->object));
-		else if (!strcmp(v->kind, "exec"))
-			FZ_CHECK(cfg->cmd_allow_set && denied(cfg, "exec", v->object));
+		else if (!strcmp(v->kind, "exec")) /* decided on the name when not absolute */
+			FZ_CHECK(cfg->cmd_allow_set &&
+			         denied(cfg, "exec",
+			                v->object[0] == '/' || !strrchr(v->object, '/')
+			                    ? v->object
+			                    : strrchr(v->object, '/') + 1));
 		else
 			FZ_CHECK(!strcmp(v->kind, "syscall"));
 	}

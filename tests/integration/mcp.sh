@@ -588,6 +588,310 @@ test_mcp_cli_usage() {
 	assert_eq "$(cat "$WS/out.jsonl")" '{"jsonrpc":"2.0","id":1,"result":{}}'
 }
 
+# ---- policy: profiles and flags (one base configuration, narrowed per call) ----------------
+
+test_mcp_profile_builtin_and_flags() {
+	mkdir -p "$WS/sub"
+	echo secret-content >"$WS/secret.txt"
+	mcp_py <<'PY'
+import os, mcp_client as M
+ws = os.environ["WS"]
+def server(*extra):
+    s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"] + list(extra)))
+    r = s.initialize()["result"]
+    tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+    return s, r["instructions"], tools
+# readonly: the workspace cannot be written, and every description says so
+s, instr, tools = server("--profile", "readonly")
+assert "profile readonly" in instr and "is read-only" in instr, instr
+assert "is read-only" in tools["run_command"]["description"], tools["run_command"]["description"]
+r = s.call("run_command", {"command": "touch made-by-call"})
+assert r["isError"] and not os.path.exists(ws + "/made-by-call"), M.text_of(r)
+r = s.call("can_i", {"op": "write", "target": "made-by-call"})
+assert not r["isError"] and r["structuredContent"]["allowed"] is False, r
+assert M.text_of(r).startswith("denied: write made-by-call (rule: workspace (read-only))"), M.text_of(r)
+r = s.call("run_command", {"command": "echo ok > /tmp/t && cat /tmp/t"})
+assert r["structuredContent"]["stdout"] == "ok\n", M.text_of(r)
+assert s.close() == 0
+# strict: its 30 s timeout is the most a call may ask for; a flag overrides the profile
+s, instr, tools = server("--profile", "strict")
+assert "30 s" in instr, instr
+assert tools["run_command"]["inputSchema"]["properties"]["timeout_s"]["maximum"] == 30
+r = s.call("run_command", {"command": "true", "timeout_s": 31})
+assert r["isError"] and "timeout_s: 31 exceeds this server's limit of 30 s" in M.text_of(r), M.text_of(r)
+r = s.call("run_command", {"command": "ulimit -n"})   # strict: 256 open files
+assert r["structuredContent"]["stdout"] == "256\n", M.text_of(r)
+s.close()
+s, instr, tools = server("--profile", "strict", "-t", "5", "--nofile", "100")
+assert tools["run_command"]["inputSchema"]["properties"]["timeout_s"]["maximum"] == 5
+r = s.call("run_command", {"command": "ulimit -n"})
+assert r["structuredContent"]["stdout"] == "100\n", M.text_of(r)
+s.close()
+# network profile, and --net none over it
+s, instr, tools = server("--profile", "network")
+r = s.call("can_i", {"op": "connect", "target": "example.org:443"})
+assert r["structuredContent"]["allowed"] is True and r["structuredContent"]["rule"] == "network host", r
+assert "host network is shared" in instr
+s.close()
+s, instr, tools = server("--profile", "network", "--net", "none")
+r = s.call("can_i", {"op": "connect", "target": "example.org:443"})
+assert r["structuredContent"]["allowed"] is False and r["structuredContent"]["rule"] == "network none", r
+s.close()
+# --hide, --ro, --rw, --redact
+os.makedirs(ws + "/sub", exist_ok=True)
+s, instr, tools = server("--hide", "secret.txt", "--ro", "/usr/share", "--redact", "flag")
+r = s.call("can_i", {"op": "read", "target": "secret.txt"})
+assert r["structuredContent"]["allowed"] is False and r["structuredContent"]["rule"].startswith("filesystem.deny"), r
+r = s.call("run_command", {"command": "cat secret.txt"})
+assert r["isError"] and "secret-content" not in M.text_of(r), M.text_of(r)
+r = s.call("run_command", {"command": "echo AKIAIOSFODNN7EXAMPLE"})
+assert r["structuredContent"]["stdout"] == "AKIAIOSFODNN7EXAMPLE\n", M.text_of(r)   # flagged, left in place
+assert "flagged: 1 secret in the output (left in place)" in M.text_of(r), M.text_of(r)
+s.close()
+s, instr, tools = server()
+r = s.call("run_command", {"command": "echo AKIAIOSFODNN7EXAMPLE"})
+assert "AKIAIOSFODNN7EXAMPLE" not in r["structuredContent"]["stdout"], r   # redacted by default
+s.close()
+PY
+}
+
+test_mcp_profile_file_and_bad_profiles() {
+	cat >"$WS/../mcp-profile-$$.json" <<'JSON'
+{
+  "description": "test profile",
+  "limits": {"timeout": "7s"},
+  "env": {"allow": ["PYX_*"], "deny": ["PYX_BLOCKED"], "set": {"FROM_PROFILE": "p"}},
+  "commands": {"deny": [{"match": "wget", "reason": "no downloads in this test"}]}
+}
+JSON
+	local prof="$WS/../mcp-profile-$$.json" out rc
+	PROF=$prof PYX_HOST=from-host mcp_py <<'PY'
+import os, mcp_client as M
+ws, prof = os.environ["WS"], os.environ["PROF"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--profile", prof]))
+r = s.initialize()["result"]
+assert prof in r["instructions"], r["instructions"]
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+assert tools["run_command"]["inputSchema"]["properties"]["timeout_s"]["maximum"] == 7
+assert "PYX_*" in tools["run_command"]["inputSchema"]["properties"]["env"]["description"]
+# the profile's env: set, host pass-through, and names a call may set
+r = s.call("run_command", {"command": "echo $FROM_PROFILE $PYX_HOST $PYX_CALL", "env": {"PYX_CALL": "c"}})
+assert r["structuredContent"]["stdout"] == "p from-host c\n", M.text_of(r)
+r = s.call("run_command", {"command": "true", "env": {"PYX_BLOCKED": "x"}})
+assert r["isError"] and "env.PYX_BLOCKED: not allowed: withheld by the policy's deny rule 'PYX_BLOCKED'" in M.text_of(r), M.text_of(r)
+r = s.call("run_command", {"command": "true", "env": {"OTHER": "x"}})
+assert r["isError"] and "env.OTHER: not allowed: no env allow rule" in M.text_of(r) and "PYX_*" in M.text_of(r), M.text_of(r)
+# the profile's command rule, asked and enforced
+r = s.call("can_i", {"op": "exec", "target": "wget"})
+sc = r["structuredContent"]
+if sc["allowed"] is False:     # wget is installed here
+    assert "no downloads in this test" in M.text_of(r), M.text_of(r)
+r = s.call("can_i", {"op": "exec", "target": "sh"})
+assert r["structuredContent"]["allowed"] is True, r
+assert s.close() == 0
+PY
+	[ $? = 0 ] || fail "the profile file session failed"
+	# a bad profile: exit 125 before serving, with the file, line and column
+	printf '{\n  "limits": {"timeout": "soon"}\n}\n' >"$WS/../bad-$$.json"
+	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/../bad-$$.json" </dev/null 2>&1 >/dev/null); rc=$?
+	assert_eq $rc 125
+	assert_contains "$out" "bad-$$.json:2:"
+	assert_not_contains "$out" "serving"
+	out=$("$CORRAL" mcp -w "$WS" --profile strcit </dev/null 2>&1 >/dev/null); rc=$?
+	assert_eq $rc 125
+	assert_contains "$out" 'did you mean "strict"'
+	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/../no-such-$$.json" </dev/null 2>&1 >/dev/null); rc=$?
+	assert_eq $rc 125
+	assert_contains "$out" "no such file"
+	# flags are checked like corral run's
+	"$CORRAL" mcp -w "$WS" --redact maybe </dev/null 2>/dev/null; assert_eq $? 125
+	"$CORRAL" mcp -w "$WS" --env 'BAD NAME' </dev/null 2>/dev/null; assert_eq $? 125
+	"$CORRAL" mcp -w "$WS" --audit '' </dev/null 2>/dev/null; assert_eq $? 125
+	# --env NAME that a deny rule withholds: a warning at start, and it does not pass
+	out=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
+		MY_API_KEY=k "$CORRAL" mcp -w "$WS" --audit off --env MY_API_KEY 2>&1 >/dev/null)
+	assert_contains "$out" "--env MY_API_KEY is withheld by the deny rule"
+	rm -f "$WS/../mcp-profile-$$.json" "$WS/../bad-$$.json"
+}
+
+test_mcp_can_i() {
+	python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null ||
+		skip "python3 has no jsonschema module (apt-get install python3-jsonschema)"
+	mcp_py <<'PY'
+import json, os, time, mcp_client as M
+from jsonschema import Draft202012Validator
+ws = os.environ["WS"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+v = Draft202012Validator(tools["can_i"]["outputSchema"])
+Draft202012Validator(tools["can_i"]["inputSchema"])   # the input schema compiles too
+def ask(**args):
+    r = s.call("can_i", args)
+    assert not r["isError"], r
+    assert not list(v.iter_errors(r["structuredContent"])), r
+    return r, M.text_of(r), r["structuredContent"]
+r, t, sc = ask(op="write", target="src/main.c")
+assert sc == {"op": "write", "target": "src/main.c", "allowed": True,
+              "rule": "workspace %s (read-write)" % os.path.realpath(ws)}, sc
+assert t == "allowed: write src/main.c (rule: workspace %s (read-write))\n" % os.path.realpath(ws), t
+r, t, sc = ask(op="connect", target="pypi.org:443")
+assert sc["allowed"] is False and sc["rule"] == "network none" and "disabled" in sc["reason"], sc
+assert t.startswith("denied: connect pypi.org:443 (rule: network none) \u2014 network access is disabled"), t
+r, t, sc = ask(op="write", target="/etc/passwd")
+assert sc["allowed"] is False, sc
+r, t, sc = ask(op="read", target="/etc/shadow")
+assert sc["allowed"] is False and "shadow" in sc["reason"], sc
+r, t, sc = ask(op="write", target=".git/hooks/pre-commit")   # a protected path
+assert sc["allowed"] is False and sc["rule"].startswith("protected"), sc
+r, t, sc = ask(op="exec", target="sh")
+assert sc["allowed"] is True, sc
+r, t, sc = ask(op="exec", target="no-such-tool-xyz")
+assert sc["allowed"] is False and "not found" in sc["reason"], sc
+r, t, sc = ask(op="write", target="/tmp/scratch")
+assert sc["allowed"] is True and sc["rule"] == "private /tmp", sc
+# several questions at once: one line and one answer each, in order
+r, t, sc = ask(queries=[{"op": "read", "target": "a"}, {"op": "connect", "target": "127.0.0.1:80"},
+                        {"op": "exec", "target": "sh"}])
+assert [a["op"] for a in sc["answers"]] == ["read", "connect", "exec"], sc
+assert t.count("\n") == 3 and t.split("\n")[1].startswith("denied: connect 127.0.0.1:80"), t
+# malformed questions are tool errors naming the field; nothing runs
+for args, want in (({}, "op and target: required"), ({"op": "read"}, "target: required"),
+                   ({"target": "x"}, "op: required"), ({"op": "fly", "target": "x"}, "op: 'fly' is not one of"),
+                   ({"op": 1, "target": "x"}, "op: must be a string"), ({"op": "read", "target": ""}, "target: must not be empty"),
+                   ({"op": "read", "target": "x", "queries": []}, "not both"), ({"queries": []}, "queries: must not be empty"),
+                   ({"queries": [1]}, "queries[0]: must be an object"),
+                   ({"queries": [{"op": "read", "target": "a"}, {"op": "read"}]}, "queries[1].target: required"),
+                   ({"queries": [{"op": "read", "target": "a", "x": 1}]}, "queries[0]: unknown argument 'x'"),
+                   ({"queries": [{"op": "read", "target": "a"}] * 65}, "at most 64"),
+                   ({"op": "read", "target": "x", "cwd": "."}, "unknown argument 'cwd'")):
+    r = s.call("can_i", args)
+    assert r["isError"] and want in M.text_of(r), (args, M.text_of(r))
+    assert M.text_of(r).startswith("invalid arguments for can_i: "), M.text_of(r)
+# cheap: answered at once, even while every slot is busy with a slow call
+s2 = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--max-concurrent", "1"]))
+s2.initialize()
+slow = s2.call_async("run_command", {"command": "sleep 2"})
+t0 = time.monotonic()
+for _ in range(20):
+    s2.call("can_i", {"op": "read", "target": "x"})
+assert time.monotonic() - t0 < 1.5, time.monotonic() - t0
+assert s2.response(slow)["result"]["isError"] is False
+s2.close()
+# before 2025-06-18: no structuredContent; the JSON is a second text item
+s3 = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s3.initialize("2025-03-26")
+r = s3.call("can_i", {"op": "read", "target": "x"})
+assert "structuredContent" not in r and len(r["content"]) == 2, r
+assert json.loads(r["content"][1]["text"])["allowed"] is True
+s3.close()
+assert s.close() == 0
+PY
+}
+
+test_mcp_env_argument_follows_the_policy() {
+	mcp_py <<'PY'
+import os, mcp_client as M
+ws = os.environ["WS"]
+# allow rules: --env NAME globs (which also pass the host's value) and --allow-env
+env = dict(os.environ, LCX_HOST="h")
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--env", "LCX_*", "--allow-env", "APP_*"]), env=env)
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+d = tools["run_command"]["inputSchema"]["properties"]["env"]["description"]
+assert "LCX_*" in d and "APP_*" in d and "withholds" in d, d
+r = s.call("run_command", {"command": "echo $LCX_HOST $LCX_A $APP_B", "env": {"LCX_A": "a", "APP_B": "b"}})
+assert r["structuredContent"]["stdout"] == "h a b\n", M.text_of(r)
+# deny wins over every allow rule, and the message names the variable and the rule
+for name, rule in (("APP_TOKEN", "*_TOKEN"), ("LCX_SECRET_X", "*SECRET*"), ("APP_API_KEY", "*_KEY")):
+    r = s.call("run_command", {"command": "true", "env": {name: "x"}})
+    t = M.text_of(r)
+    assert r["isError"] and ("env.%s: not allowed: withheld by the policy's deny rule '%s'" % (name, rule)) in t, t
+for name in ("LD_PRELOAD", "PATHX", "HOME"):
+    r = s.call("run_command", {"command": "true", "env": {name: "x"}})
+    assert r["isError"] and ("env.%s: not allowed" % name) in M.text_of(r), M.text_of(r)
+r = s.call("run_command", {"command": "true", "env": {"APP_1": 1}})
+assert r["isError"] and "env.APP_1: must be a string" in M.text_of(r), M.text_of(r)
+r = s.call("run_command", {"command": "true", "env": {"APP-X": "1"}})
+assert r["isError"] and "not a variable name" in M.text_of(r), M.text_of(r)
+s.close()
+# no allow rule at all: the argument is not offered, and a call using it is refused
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+assert "env" not in tools["run_command"]["inputSchema"]["properties"]
+r = s.call("run_command", {"command": "true", "env": {"X": "1"}})
+assert r["isError"] and "allows no variables" in M.text_of(r), M.text_of(r)
+assert s.close() == 0
+PY
+}
+
+# ---- audit ------------------------------------------------------------------------------
+
+test_mcp_audit_records_calls() {
+	local db="$WS/../mcp-audit-$$.db"
+	rm -f "$db"*
+	DB=$db MARK="corral-mcp-audit-$RANDOM$RANDOM" mcp_py <<'PY'
+import json, os, subprocess, time, mcp_client as M
+ws, db, mark = os.environ["WS"], os.environ["DB"], os.environ["MARK"]
+def rows():
+    out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"],
+                         capture_output=True, text=True, check=True).stdout
+    return [json.loads(l) for l in out.splitlines()]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db, "--audit-output", "--profile", "default",
+                            "--max-concurrent", "1"]))
+s.initialize()
+r = s.call("run_command", {"command": "echo out; touch /etc/x 2>/dev/null; exit 3", "cwd": "."})
+run_id = r["structuredContent"]["id"]
+s.call("can_i", {"queries": [{"op": "read", "target": "a"}, {"op": "connect", "target": "h:1"}]})
+slow = s.call_async("run_command", {"argv": ["bash", "-c", "exec -a %s sleep 300" % mark]}, id="slow")
+end = time.monotonic() + 10
+while subprocess.run(["pgrep", "-f", mark], stdout=subprocess.DEVNULL).returncode and time.monotonic() < end:
+    time.sleep(0.05)
+s.notify("notifications/cancelled", {"requestId": "slow"})
+r = s.call("run_command", {"command": "sleep 5", "timeout_s": 0.2})
+last = s.call_async("run_command", {"command": "sleep 300"})   # still running at EOF
+time.sleep(0.5)
+assert s.close() == 0
+rs = rows()
+ex = [x for x in rs if x["type"] == "execution"]
+ev = [x for x in rs if x["type"] == "event"]
+assert len(ex) == 4, [x["command"] for x in ex]
+first = ex[0]
+assert first["id"] == run_id and first["kind"] == "mcp_call" and first["client"] == "mcp", first
+assert first["client_info"] == {"name": "corral-tests", "version": "0"}, first
+assert first["cwd"] == os.path.realpath(ws) and first["profile"] == "default", first
+assert len(first["policy_hash"]) == 64 and first["exit_code"] == 3, first
+assert first["stdout"] == "out\n", first                      # --audit-output
+assert abs(first["started_at"] / 1000 - time.time()) < 120, first
+q = [e for e in ev if e["kind"] == "policy_query"]
+assert [e["detail"]["op"] for e in q] == ["read", "connect"], q
+assert q[1]["detail"]["allowed"] is False and q[1]["detail"]["rule"] == "network none", q
+cancelled = [e for e in ev if e["kind"] == "cancelled"]
+assert len(cancelled) == 2, ev                                  # the cancel, and the one killed at EOF
+assert {c["execution_id"] for c in cancelled} == {ex[1]["id"], ex[3]["id"]}, (cancelled, ex)
+assert ex[1]["signal"] == 9 and ex[1]["argv"][0] == "bash", ex[1]
+assert ex[2]["timed_out"] is True and any(e["kind"] == "timeout" and e["execution_id"] == ex[2]["id"] for e in ev)
+assert len({x["policy_hash"] for x in ex}) >= 2                 # a call's timeout narrows the policy
+v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify", "--json"], capture_output=True, text=True)
+assert v.returncode == 0 and json.loads(v.stdout)["ok"] is True, v.stdout
+# --audit off: nothing is written; without --audit, the default store is used
+state = os.path.realpath(ws + "/..") + "/mcp-state-%d" % os.getpid()
+env = dict(os.environ, XDG_STATE_HOME=state)
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]), env=env)
+s.initialize(); s.call("run_command", {"command": "true"}); s.close()
+assert not os.path.exists(state + "/corral/audit.db"), state
+s = M.Server(M.corral_argv(["-w", ws]), env=env)
+s.initialize(); s.call("run_command", {"command": "true"}); s.close()
+assert os.path.exists(state + "/corral/audit.db"), state
+assert b"audit: " + (state + "/corral/audit.db").encode() in s.stderr_text, s.stderr_text
+subprocess.run(["rm", "-rf", state])
+PY
+	local rc=$?
+	rm -f "$db"*
+	[ $rc = 0 ] || fail "the audit session failed"
+}
+
 # The official TypeScript SDK client (tests/e2e, pinned by package-lock.json).
 test_mcp_e2e_typescript_sdk() {
 	command -v node >/dev/null || skip "node is not installed (the e2e test needs Node 18+)"
