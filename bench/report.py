@@ -65,10 +65,14 @@ def versions():
             srt = "@anthropic-ai/sandbox-runtime " + json.load(f)["version"]
     except OSError:
         srt = "not installed"
-    rev = sh("git rev-parse --short HEAD")
-    dirty = sh("git status --porcelain -- src include Makefile | head -1")
-    tree = f"git {rev}" + (" with uncommitted changes in src/ or include/"
-                           if dirty and dirty != "(no output)" else "")
+    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode == 0:
+        rev = sh("git rev-parse --short HEAD")
+        dirty = sh("git status --porcelain -- src include Makefile | head -1")
+        tree = f"git {rev}" + (" with uncommitted changes in src/, include/ or Makefile"
+                               if dirty and dirty != "(no output)" else "")
+    else:
+        tree = "not a git checkout"
     src = os.environ.get("CORRAL_SOURCE", CORRAL)
     return [
         ("corral", f"{sh(shlex.quote(CORRAL) + ' version')} ({tree}; `corral` below is a copy "

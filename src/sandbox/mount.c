@@ -54,10 +54,8 @@ static const char *const etc_allow[] = {
 	"passwd", "group", "hosts", "hostname", "resolv.conf", "nsswitch.conf", "host.conf",
 	"gai.conf", "protocols", "services", "ld.so.cache", "ld.so.conf", "ld.so.conf.d",
 	"localtime", "timezone", "ssl/certs", "ca-certificates", "ca-certificates.conf",
-	"alternatives", "os-release", "debian_version", "lsb-release", "bash.bashrc", "profile",
-	"profile.d", "inputrc", "mime.types", "magic", "terminfo", "environment", "locale.alias",
-	"locale.gen", "python3", "python3.11", "perl", "mailcap", "xdg", "fonts", "papersize",
-	"manpath.config", "login.defs", "shells", "skel",
+	"alternatives", "os-release", "debian_version", "bash.bashrc", "profile", "profile.d",
+	"inputrc", "mime.types", "terminfo", "locale.alias", "python3", "python3.11", "shells",
 };
 
 static int plan_add(struct mount_plan *p, size_t *cap, enum mount_op_kind kind, const char *src,

@@ -699,7 +699,7 @@ PY
 	assert_not_contains "$out" "serving"
 	out=$("$CORRAL" mcp -w "$WS" --profile strcit </dev/null 2>&1 >/dev/null); rc=$?
 	assert_eq $rc 125
-	assert_contains "$out" 'did you mean "strict"'
+	assert_contains "$out" "default, readonly, strict, network"
 	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/../no-such-$$.json" </dev/null 2>&1 >/dev/null); rc=$?
 	assert_eq $rc 125
 	assert_contains "$out" "no such file"
