@@ -109,11 +109,18 @@ static json_t *seccomp_json(const struct launch *L)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, json_string(names[i]));
 	json_object_set_new(o, "denied", arr);
-	json_object_set_new(o, "conditional",
-	                    json_pack("[ssss]", "clone/unshare with CLONE_NEWUSER: EPERM (clone3: ENOSYS)",
-	                              "ioctl TIOCSTI, TIOCLINUX: EPERM (low 32 bits compared)",
-	                              "socket: only AF_UNIX, AF_INET, AF_INET6",
-	                              "personality: only the default persona"));
+	json_t *cond = json_pack("[sssssss]", "clone/unshare with CLONE_NEWUSER: EPERM (clone3: ENOSYS)",
+	                         "ioctl TIOCSTI, TIOCLINUX: EPERM (low 32 bits compared)",
+	                         "socket: only AF_UNIX, AF_INET, AF_INET6",
+	                         "personality: only the default persona",
+	                         "chmod/fchmod/fchmodat/open/openat/creat/mknod with a setuid or "
+	                         "setgid mode: EPERM (openat2: ENOSYS)",
+	                         "prlimit64 on another process: EPERM",
+	                         "x32 and i386 system calls: the process is killed");
+	if (!L->userns)
+		json_array_append_new(cond, json_string("socket(AF_UNIX): EPERM (no namespaces; "
+		                                        "socketpair stays)"));
+	json_object_set_new(o, "conditional", cond);
 	json_object_set_new(o, "foreign_abis", json_string("i386 and x32 system calls kill the process"));
 	return o;
 }
@@ -175,7 +182,9 @@ static json_t *decision_json(const struct corral_config *cfg)
 	struct corral_error e = {0};
 	int r = policy_preflight(cfg, &e);
 	json_object_set_new(o, "decision", json_string(r == 0 ? "allowed" : "denied"));
-	json_object_set_new(o, "rule", json_string(d.list));
+	/* the deciding rule: the command's, or the argument check's when that one denied */
+	json_object_set_new(o, "rule", json_string(r < 0 && d.allowed ? "argument path confinement"
+	                                                              : d.list));
 	if (d.rule && d.rule->reason)
 		json_object_set_new(o, "reason", json_string(d.rule->reason));
 	if (r < 0)

@@ -734,6 +734,13 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 {
 	L->userns = L->mountns = L->pidns = L->netns = L->ipcns = L->utsns = L->cgroupns = false;
+	/* RLIMIT_NPROC would now count every process of the host user: the default process
+	 * limit does not apply without a user namespace (an explicit one still does). */
+	const struct corral_config *cfg = L->cfg;
+	uint64_t nproc = cfg->pids_default ? 0 : cfg->limits[CORRAL_LIMIT_PIDS];
+	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
+	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
+	                  L->cg != NULL, L->cg != NULL);
 	if (!L->private_tmp && make_private_tmp(L) < 0)
 		return corral_set_error(err, CORRAL_ESYS, errno, "tmp", "tmp: %s", strerror(errno));
 	if (L->landlock && build_landlock(L) < 0)

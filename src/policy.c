@@ -569,13 +569,17 @@ static int check_arg_paths(const struct corral_config *cfg, struct corral_error 
 				                        "policy: argument '%s' is inside %s, which the "
 				                        "policy hides (filesystem.deny)",
 				                        cfg->argv[i], res);
-		ok = ok || path_within(path, cfg->workspace);
+		/* inside a visible tree, or one of the directories on the way to one ("/",
+		 * the workspace's parents), which exist in the sandbox's root too */
+		ok = ok || path_within(path, cfg->workspace) || path_within(cfg->workspace, path);
+		for (size_t k = 0; k < ARRAY_SIZE(visible) && !ok; k++)
+			ok = path_within(visible[k], path);
 		for (size_t k = 0; k < cfg->n_read && !ok; k++)
 			ok = policy_resolve_path(cfg, cfg->fs_read[k], res, NULL) == 0 &&
-			     path_within(path, res);
+			     (path_within(path, res) || path_within(res, path));
 		for (size_t k = 0; k < cfg->n_write && !ok; k++)
 			ok = policy_resolve_path(cfg, cfg->fs_write[k], res, NULL) == 0 &&
-			     path_within(path, res);
+			     (path_within(path, res) || path_within(res, path));
 		if (!ok)
 			return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
 			                        "policy: argument '%s' resolves to %s, outside what the "

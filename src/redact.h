@@ -40,7 +40,7 @@ struct redact_stats {
 struct redactor;
 /* Compile the detectors once. values: exact strings to scrub (withheld env values; values
  * shorter than 6 bytes are ignored to avoid scrubbing common words — documented); custom:
- * extra exact strings from the profile. Both are copied. NULL on out-of-memory. */
+ * extra exact strings (corral_config_add_redaction). Both are copied. NULL on out-of-memory. */
 struct redactor *redactor_new(enum redact_mode mode, const char *const *values, size_t n_values,
                               const char *const *custom, size_t n_custom);
 void redactor_free(struct redactor *r);

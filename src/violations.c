@@ -117,6 +117,10 @@ static void from_error(const struct corral_config *cfg, struct corral_result *re
 		         "The policy does not allow running %s here; use an allowed command instead, "
 		         "or ask the user to change the profile.",
 		         cfg->argv ? cfg->argv[0] : "this command");
+	else if (strstr(msg, "symlink"))
+		snprintf(hint, sizeof(hint),
+		         "A protected path in the workspace is a symlink, so the sandbox cannot keep it "
+		         "read-only; ask the user to remove the symlink or change the profile.");
 	else
 		snprintf(hint, sizeof(hint),
 		         "An argument points outside what the sandbox can see; use a path inside the "

@@ -11,8 +11,13 @@ assert_contains() { [[ $1 == *"$2"* ]] || fail "expected to contain '$2', got: $
 assert_not_contains() { [[ $1 != *"$2"* ]] || fail "must not contain '$2', got: ${1:0:400}"; }
 is_root() { [ "$(id -u)" = 0 ]; }
 
-# corral run in the test workspace
-cr() { "$CORRAL" run -w "$WS" "$@"; }
+# corral run in the test workspace. corral_via runs a `corral run` command line as it is, or,
+# with CORRAL_VIA=mcp, the same run through `corral mcp` (tests/escape/via_mcp.py): one test
+# body then checks both front doors.
+corral_via() {
+	if [ "${CORRAL_VIA:-cli}" = mcp ]; then python3 "$TESTDIR/escape/via_mcp.py" "$@"; else "$@"; fi
+}
+cr() { corral_via "$CORRAL" run -w "$WS" "$@"; }
 # JSON field of a result (needs python3 only as a JSON reader on the host)
 jget() { python3 -c 'import json,sys
 d=json.loads(sys.stdin.read())

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -723,6 +724,97 @@ static int do_ls_pids(char **a)
 	return 0;
 }
 
+/* The open descriptors of this process, "0 1 2", leaving out the one reading /proc/self/fd. */
+static int do_ls_fds(char **a)
+{
+	(void)a;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return fail(errno);
+	int self = dirfd(d), first = 1;
+	struct dirent *de;
+	while ((de = readdir(d)))
+		if (isdigit((unsigned char)de->d_name[0]) && atoi(de->d_name) != self) {
+			printf("%s%s", first ? "" : " ", de->d_name);
+			first = 0;
+		}
+	closedir(d);
+	putchar('\n');
+	return 0;
+}
+
+/* The CVE-2019-5736 move: hold PATH (e.g. /proc/1/exe) with O_PATH, then reopen it for
+ * writing through /proc/self/fd/N and append N bytes. With 0 bytes nothing is changed even
+ * where the reopen succeeds. Prints "ok" (the write went through) or the errno that stopped it. */
+static int do_reopen_write(char **a)
+{
+	long n = (long)num(a[1], 10);
+	if (usage_error || n < 0 || n > 4096)
+		return 2;
+	int pfd = open(a[0], O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return fail(errno);
+	char via[64];
+	snprintf(via, sizeof(via), "/proc/self/fd/%d", pfd);
+	int fd = open(via, O_WRONLY | O_APPEND | O_CLOEXEC);
+	int e = errno;
+	close(pfd);
+	if (fd < 0)
+		return fail(e);
+	static char buf[4096];
+	memset(buf, 'X', sizeof(buf));
+	ssize_t w = write(fd, buf, (size_t)n);
+	e = errno;
+	close(fd);
+	return w == n ? ok() : fail(w < 0 ? e : EIO);
+}
+
+/* openat(FD, PATH): reaching through a descriptor the sandbox may have inherited. */
+static int do_openat(char **a)
+{
+	int fd = (int)num(a[0], 10);
+	if (usage_error)
+		return 2;
+	return check(openat(fd, a[1], O_RDONLY | O_CLOEXEC), 1);
+}
+
+/* Raise RLIMIT_CORE as far as allowed, then crash a child with SIG (SEGV or ABRT) in the
+ * current directory: "core=<soft limit> signal=SIGSEGV dumped=0|1". */
+static int do_crash(char **a)
+{
+	int sig = !strcmp(a[0], "SEGV") ? SIGSEGV : !strcmp(a[0], "ABRT") ? SIGABRT : 0;
+	if (!sig)
+		return 2;
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+	if (setrlimit(RLIMIT_CORE, &rl) < 0 && getrlimit(RLIMIT_CORE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max; /* at least up to the hard limit */
+		setrlimit(RLIMIT_CORE, &rl);
+	}
+	getrlimit(RLIMIT_CORE, &rl);
+	if (rl.rlim_cur == RLIM_INFINITY)
+		printf("core=unlimited ");
+	else
+		printf("core=%llu ", (unsigned long long)rl.rlim_cur);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return fail(errno);
+	if (pid == 0) {
+		signal(sig, SIG_DFL);
+		if (sig == SIGSEGV)
+			*(volatile int *)(uintptr_t)8 = 1;
+		raise(sig);
+		_exit(0);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return fail(errno);
+	const char *name = WIFSIGNALED(st) ? sigabbrev_np(WTERMSIG(st)) : NULL;
+	printf("signal=SIG%s dumped=%d\n", name ? name : "?", WIFSIGNALED(st) && WCOREDUMP(st));
+	return 0;
+}
+
 /* ---- table ------------------------------------------------------------------------------ */
 
 static const struct subcommand {
@@ -779,6 +871,10 @@ static const struct subcommand {
     {"sleep", 1, 1, do_sleep, "SECONDS"},
     {"hostname", 0, 0, do_hostname, ""},
     {"ls-pids", 0, 0, do_ls_pids, ""},
+    {"ls-fds", 0, 0, do_ls_fds, ""},
+    {"reopen-write", 2, 2, do_reopen_write, "PATH NBYTES"},
+    {"openat", 2, 2, do_openat, "FD PATH"},
+    {"crash", 1, 1, do_crash, "SEGV|ABRT"},
 };
 
 static int usage(FILE *out)

@@ -266,19 +266,8 @@ int cmd_policy(int argc, char **argv)
 		v[1] = "--dry-run";
 		for (int i = 2; i < argc; i++)
 			v[i] = argv[i];
-		int has_sep = 0;
-		for (int i = 2; i < argc; i++)
-			has_sep |= !strcmp(argv[i], "--");
-		int n = argc;
-		if (!has_sep) { /* explain the policy alone: any harmless command will do */
-			v = realloc(v, ((size_t)argc + 3) * sizeof(char *));
-			if (!v)
-				return EXIT_CORRAL_FAILED;
-			v[n++] = "--";
-			v[n++] = "true";
-			v[n] = NULL;
-		}
-		int r = cmd_run(n, v);
+		/* without a command, run's dry run explains the policy alone */
+		int r = cmd_run(argc, v);
 		free(v);
 		return r;
 	}

@@ -462,7 +462,10 @@ static int configure(int argc, char **argv, corral_config *cfg, struct run_opts 
 		cli_error("give either -c 'SHELL STRING' or a COMMAND, not both");
 		return EXIT_CORRAL_FAILED;
 	}
+	static const char *const explain_only[] = {"true", NULL};
 	int r = o->shell ? corral_config_set_shell(cfg, o->shell, err)
+	        : optind >= argc && o->dry_run
+	                ? corral_config_set_argv(cfg, explain_only, err)
 	        : optind < argc
 	                ? corral_config_set_argv(cfg, (const char *const *)argv + optind, err)
 	                : corral_set_error(err, CORRAL_EINVAL, 0, "usage",

@@ -223,8 +223,8 @@ int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule)
 
 	/* restrict_self needs no_new_privs or CAP_SYS_ADMIN in the current user namespace, so
 	 * an unprivileged process cannot confuse a setuid program it execs. launch.c runs this
-	 * step while the child still holds its user-namespace capabilities (before dropping
-	 * them and before no_new_privs); either condition is enough. No flags: with ABI 7 the
+	 * in the command process after the fork, when no_new_privs is set and the capabilities
+	 * are gone, so the sandbox's init stays outside the domain. No flags: with ABI 7 the
 	 * defaults log denials of this domain until the next exec, which is what we want.
 	 * The domain covers this thread only; the child is single-threaded here, and every
 	 * process it later creates inherits it. */

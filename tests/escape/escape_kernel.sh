@@ -1,10 +1,10 @@
 # Isolation battery, kernel surface group: the seccomp filter, capabilities, no_new_privs and
-# the terminal. Helpers: tests/integration/isolation.sh.
+# the terminal. Helpers: tests/escape/escape.sh.
 
 # Run `probe ARGS` in the sandbox and require errno=EXPECT. With CONTROL=1, also run it with
 # --mode none and require a different answer there: the check is then known to be able to
 # fail (only for calls that are harmless on the host).
-iso_deny() { # EXPECT CONTROL ARGS...
+esc_deny() { # EXPECT CONTROL ARGS...
 	local want=$1 control=$2 out none
 	shift 2
 	out=$(cr -- ./probe "$@" 2>/dev/null)
@@ -15,11 +15,11 @@ iso_deny() { # EXPECT CONTROL ARGS...
 	fi
 }
 
-iso_mountinfo() { sed 's/^[0-9]* [0-9]* //' /proc/self/mountinfo | sort; }
+esc_mountinfo() { sed 's/^[0-9]* [0-9]* //' /proc/self/mountinfo | sort; }
 
-test_iso_kernel_deny_ptrace() {
-	iso_probe
-	iso_deny EPERM 1 ptrace-traceme
+escape_case_kernel_deny_ptrace() {
+	esc_probe
+	esc_deny EPERM 1 ptrace-traceme
 	# attach to a sibling inside: denied, and the sibling is not traced
 	local out
 	out=$(cr -c './probe sleep 2 & p=$!; ./probe ptrace-attach $p; grep TracerPid /proc/$p/status; kill $p')
@@ -27,26 +27,26 @@ test_iso_kernel_deny_ptrace() {
 	assert_contains "$out" $'TracerPid:\t0'
 }
 
-test_iso_kernel_deny_process_vm_readv() {
-	iso_probe
+escape_case_kernel_deny_process_vm_readv() {
+	esc_probe
 	# its own pid: an unfiltered call succeeds (same process), a filtered one is EPERM
 	assert_eq "$(cr -c 'exec ./probe process-vm-readv $$')" "errno=EPERM"
 	assert_eq "$(cr --mode none -c 'exec ./probe process-vm-readv $$')" ok "control"
 }
 
-test_iso_kernel_deny_mount_family() {
-	iso_probe
+escape_case_kernel_deny_mount_family() {
+	esc_probe
 	local before after inside
-	before=$(iso_mountinfo)
+	before=$(esc_mountinfo)
 	# targets in the workspace only: were the filter and the namespaces both broken, these
 	# would run on the host
 	mkdir "$WS/mnt"
-	iso_defer "umount -l '$WS/mnt'"
-	iso_deny EPERM 0 mount-tmpfs "$WS/mnt"
-	iso_deny EPERM 0 umount "$WS/mnt"
-	iso_deny EPERM 0 umount "$WS"
-	iso_deny EPERM 0 pivot-root
-	iso_deny EPERM 0 pivot-root "$WS/mnt" "$WS/mnt"
+	esc_defer "umount -l '$WS/mnt'"
+	esc_deny EPERM 0 mount-tmpfs "$WS/mnt"
+	esc_deny EPERM 0 umount "$WS/mnt"
+	esc_deny EPERM 0 umount "$WS"
+	esc_deny EPERM 0 pivot-root
+	esc_deny EPERM 0 pivot-root "$WS/mnt" "$WS/mnt"
 	# the new mount API is in the same family
 	inside=$(cr -- /usr/bin/python3 -c '
 import ctypes
@@ -61,14 +61,14 @@ for name, nr, args in (("fsopen", 430, (b"tmpfs", 0)), ("open_tree", 428, (-100,
 	assert_eq "$(grep -c ' 1$' <<<"$inside")" 5 "the new mount API (errno 1 = EPERM): $inside"
 	# inside, the mount table did not change either
 	assert_eq "$(cr -c 'wc -l < /proc/self/mountinfo; ./probe mount-tmpfs mnt >/dev/null; ./probe umount "$PWD" >/dev/null; wc -l < /proc/self/mountinfo' | uniq | wc -l)" 1 "sandbox mount table changed"
-	after=$(iso_mountinfo)
+	after=$(esc_mountinfo)
 	assert_eq "$after" "$before" "host mount table"
 }
 
-test_iso_kernel_deny_new_userns() {
-	iso_probe
-	iso_deny EPERM 1 unshare-user
-	iso_deny EPERM 1 clone-newuser
+escape_case_kernel_deny_new_userns() {
+	esc_probe
+	esc_deny EPERM 1 unshare-user
+	esc_deny EPERM 1 clone-newuser
 	# clone3 hides its flags from BPF: it must not succeed with CLONE_NEWUSER
 	local out
 	out=$(cr -- ./probe clone3 10000000)
@@ -79,8 +79,8 @@ test_iso_kernel_deny_new_userns() {
 	assert_not_contains "$out" UNSHARED
 }
 
-test_iso_kernel_deny_setns() {
-	iso_probe
+escape_case_kernel_deny_setns() {
+	esc_probe
 	# setns(-1): filtered -> EPERM, unfiltered -> EBADF (so this tells the filter apart from
 	# the missing capability)
 	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); r = l.setns(-1, 0); print("ok" if r == 0 else ctypes.get_errno())'
@@ -91,12 +91,12 @@ test_iso_kernel_deny_setns() {
 	[[ $out == errno=* ]] || fail "setns into pid 1's net namespace: $out"
 }
 
-test_iso_kernel_deny_kexec_and_modules() {
-	iso_probe
+escape_case_kernel_deny_kexec_and_modules() {
+	esc_probe
 	local mods
 	mods=$(cat /proc/modules 2>/dev/null | wc -l)
-	iso_deny EPERM 0 kexec-load
-	iso_deny EPERM 0 init-module
+	esc_deny EPERM 0 kexec-load
+	esc_deny EPERM 0 init-module
 	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long
 for name, nr in (("finit_module", 313), ("delete_module", 176), ("kexec_file_load", 320)):
     r = l.syscall(nr, -1, 0, 0, 0, 0); print(name, ctypes.get_errno())'
@@ -106,9 +106,9 @@ for name, nr in (("finit_module", 313), ("delete_module", 176), ("kexec_file_loa
 	assert_eq "$(cat /proc/modules 2>/dev/null | wc -l)" "$mods" "host module count"
 }
 
-test_iso_kernel_deny_bpf() {
-	iso_probe
-	iso_deny EPERM 0 bpf
+escape_case_kernel_deny_bpf() {
+	esc_probe
+	esc_deny EPERM 0 bpf
 	# control: unfiltered, the kernel rejects the empty map with EINVAL before any privilege
 	# check (kernels that check privilege first say EPERM, and then prove nothing here)
 	local none
@@ -116,30 +116,30 @@ test_iso_kernel_deny_bpf() {
 	[[ $none == errno=* ]] || fail "control: bpf map create succeeded unfiltered: $none"
 }
 
-test_iso_kernel_deny_perf_event_open() {
-	iso_probe
-	iso_deny EPERM 1 perf-event-open
+escape_case_kernel_deny_perf_event_open() {
+	esc_probe
+	esc_deny EPERM 1 perf-event-open
 }
 
-test_iso_kernel_deny_keyrings() {
-	iso_probe
-	iso_deny EPERM 1 keyctl
-	iso_deny EPERM 1 add-key
+escape_case_kernel_deny_keyrings() {
+	esc_probe
+	esc_deny EPERM 1 keyctl
+	esc_deny EPERM 1 add-key
 }
 
-test_iso_kernel_deny_userfaultfd() {
-	iso_probe
-	iso_deny EPERM 1 userfaultfd
+escape_case_kernel_deny_userfaultfd() {
+	esc_probe
+	esc_deny EPERM 1 userfaultfd
 }
 
-test_iso_kernel_deny_io_uring() {
-	iso_probe
-	iso_deny EPERM 1 io-uring-setup
+escape_case_kernel_deny_io_uring() {
+	esc_probe
+	esc_deny EPERM 1 io-uring-setup
 }
 
-test_iso_kernel_deny_open_by_handle_at() {
-	iso_probe
-	iso_deny EPERM 0 open-by-handle-at
+escape_case_kernel_deny_open_by_handle_at() {
+	esc_probe
+	esc_deny EPERM 0 open-by-handle-at
 	# name_to_handle_at goes with it; unfiltered it works for anyone on most filesystems
 	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True)
 buf = ctypes.create_string_buffer(8 + 128); ctypes.c_uint.from_buffer(buf).value = 128
@@ -149,11 +149,11 @@ print("ok" if r == 0 else ctypes.get_errno())'
 	[ "$(cr --mode none -- /usr/bin/python3 -c "$prog")" != 1 ] || fail "control: name_to_handle_at EPERM unfiltered"
 }
 
-test_iso_kernel_deny_personality_flags() {
-	iso_probe
-	iso_deny EPERM 1 personality 0040000 # ADDR_NO_RANDOMIZE
-	iso_deny EPERM 1 personality 0008    # PER_LINUX32
-	iso_deny EPERM 1 personality 0400000 # READ_IMPLIES_EXEC
+escape_case_kernel_deny_personality_flags() {
+	esc_probe
+	esc_deny EPERM 1 personality 0040000 # ADDR_NO_RANDOMIZE
+	esc_deny EPERM 1 personality 0008    # PER_LINUX32
+	esc_deny EPERM 1 personality 0400000 # READ_IMPLIES_EXEC
 	# high bits above the int the kernel reads must not smuggle a flag past the filter
 	local prog='import ctypes; l = ctypes.CDLL(None, use_errno=True); l.syscall.restype = ctypes.c_long
 r = l.syscall(ctypes.c_long(135), ctypes.c_ulong(0x100040000)); print("ok" if r >= 0 else ctypes.get_errno())'
@@ -165,8 +165,8 @@ r = l.syscall(ctypes.c_long(135), ctypes.c_ulong(0x100040000)); print("ok" if r 
 	assert_eq "$(cr -c './probe personality 0040000 >/dev/null; cat /proc/self/personality')" 00000000
 }
 
-test_iso_kernel_deny_socket_families() {
-	iso_probe
+escape_case_kernel_deny_socket_families() {
+	esc_probe
 	# netlink (route, audit...), packet, vsock, alg, key, bluetooth, can, xdp
 	local fam
 	for fam in "16 3" "16 2" "17 3" "17 2" "40 1" "38 5" "15 3" "31 1" "29 3" "44 3"; do
@@ -192,8 +192,8 @@ print(" ".join(out))'
 	assert_contains "$(cr --mode none -- /usr/bin/python3 -c "$prog")" "ok"
 }
 
-test_iso_kernel_x32_and_i386_killed() {
-	iso_probe
+escape_case_kernel_x32_and_i386_killed() {
+	esc_probe
 	local out
 	out=$(cr -- ./probe x32-getpid)
 	[ "$out" != ok ] || fail "an x32 system call went through the filter"
@@ -208,8 +208,8 @@ test_iso_kernel_x32_and_i386_killed() {
 	[ "$none" != signal=SIGSYS ] || fail "control: i386 getpid killed without the filter"
 }
 
-test_iso_kernel_caps_nnp_seccomp() {
-	iso_probe
+escape_case_kernel_caps_nnp_seccomp() {
+	esc_probe
 	local out
 	out=$(cr -c './probe caps; ./probe nnp; ./probe seccomp-mode; ./probe getuid')
 	assert_eq "$(sed -n 1p <<<"$out")" "CapEff=0000000000000000 CapBnd=0000000000000000 CapPrm=0000000000000000 CapAmb=0000000000000000 CapInh=0000000000000000"
@@ -229,7 +229,7 @@ test_iso_kernel_caps_nnp_seccomp() {
 # controlling terminal, nothing the sandbox injects reaches the terminal's input queue.
 # Evidence: the host reads the pty after the run and finds nothing; a control without
 # isolation does find the injected bytes.
-iso_tiocsti_run() { # MODE -> "child: ... | host read: b'...'"
+esc_tiocsti_run() { # MODE -> "child: ... | host read: b'...'"
 	cat >"$WS/sti.py" <<'PY'
 import ctypes, fcntl, os, termios
 libc = ctypes.CDLL(None, use_errno=True)
@@ -274,10 +274,12 @@ print("child: " + p.stdout.decode(errors="replace").replace("\n", " ") + "| host
 PY
 }
 
-test_iso_kernel_tiocsti_denied_under_pty() {
-	iso_probe
+# CLI only: -i hands the pty itself to the sandbox; an MCP call's stdin is a string. The
+# controlling-terminal form (CVE-2017-5226) runs through both doors below.
+test_escape_cli_kernel_tiocsti_denied_under_pty() {
+	esc_probe
 	local out none
-	out=$(iso_tiocsti_run required)
+	out=$(esc_tiocsti_run required)
 	assert_contains "$out" "| host read: b''"
 	assert_not_contains "$out" "sti=ok"
 	assert_not_contains "$out" "sti-high=ok"
@@ -287,8 +289,11 @@ test_iso_kernel_tiocsti_denied_under_pty() {
 	assert_contains "$out" "sti-high=1"
 	# control: with --mode none the same program types into the terminal
 	if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
-		none=$(iso_tiocsti_run none)
+		none=$(esc_tiocsti_run none)
 		assert_contains "$none" "sti=ok"
 		assert_not_contains "$none" "| host read: b''"
 	fi
 }
+
+# Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).
+if declare -F esc_register >/dev/null; then esc_register; fi

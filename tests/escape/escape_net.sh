@@ -1,31 +1,31 @@
 # Isolation battery, network group: no way out but the sandbox's own loopback.
-# Helpers: tests/integration/isolation.sh.
+# Helpers: tests/escape/escape.sh.
 
-test_iso_net_egress_tcp_blocked() {
-	iso_probe
-	iso_canary
-	iso_tcp_canary "$ISO_C/tcp"
-	local port=$ISO_PORT out
+escape_case_net_egress_tcp_blocked() {
+	esc_probe
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
+	local port=$ESC_PORT out
 	# a second listener on every address, reached through the host's own non-loopback IPs
-	iso_listen tcp 0.0.0.0 "$ISO_C/any"
+	esc_listen tcp 0.0.0.0 "$ESC_C/any"
 	local any_port addrs a
-	any_port=$(cat "$ISO_C/any.port")
+	any_port=$(cat "$ESC_C/any.port")
 	addrs=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9.]+$' | head -3)
 	out=$(cr -c "./probe connect-tcp 127.0.0.1 $port; ./probe connect-tcp ::1 $port;
 		for a in $(echo $addrs); do ./probe connect-tcp \$a $any_port; done;
 		./probe connect-tcp 127.0.0.1 $any_port" 2>&1)
 	assert_not_contains "$out" "ok"$'\n'
-	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the host's 127.0.0.1 canary"
-	assert_eq "$(iso_count "$ISO_C/any")" 0 "connections seen by the host's 0.0.0.0 canary"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the host's 127.0.0.1 canary"
+	assert_eq "$(esc_count "$ESC_C/any")" 0 "connections seen by the host's 0.0.0.0 canary"
 }
 
-test_iso_net_host_loopback_listeners_unreachable() {
-	iso_canary
-	iso_tcp_canary "$ISO_C/tcp"
+escape_case_net_host_loopback_listeners_unreachable() {
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
 	# every TCP port the host listens on (any address family), plus the canary
 	local ports out
 	ports=$(ss -Hltn 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}' | sort -un | head -50 | tr '\n' ' ')
-	ports="$ports $ISO_PORT"
+	ports="$ports $ESC_PORT"
 	cat >"$WS/scan.py" <<'PY'
 import socket, sys
 opened = []
@@ -40,44 +40,44 @@ print("open=" + ",".join(opened))
 PY
 	out=$(cr -- /usr/bin/python3 scan.py $ports 2>&1)
 	assert_eq "$out" "open=" "host listeners reached from the sandbox (ports: $ports)"
-	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the canary"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the canary"
 	# control: the same scan from the host does reach at least the canary
-	cp "$WS/scan.py" "$ISO_C/scan.py"
-	assert_contains "$(python3 "$ISO_C/scan.py" "$ISO_PORT")" "127.0.0.1:$ISO_PORT"
+	cp "$WS/scan.py" "$ESC_C/scan.py"
+	assert_contains "$(python3 "$ESC_C/scan.py" "$ESC_PORT")" "127.0.0.1:$ESC_PORT"
 }
 
-test_iso_net_abstract_unix_unreachable() {
-	iso_probe
-	iso_canary
+escape_case_net_abstract_unix_unreachable() {
+	esc_probe
+	esc_canary
 	local name="corral-iso-abs-$RANDOM$RANDOM"
-	iso_abstract_canary "$name" "$ISO_C/abs"
+	esc_abstract_canary "$name" "$ESC_C/abs"
 	local out
 	out=$(cr -- ./probe connect-abstract "$name")
 	[[ $out == errno=* ]] || fail "connect to the host's abstract socket: $out"
-	assert_eq "$(iso_count "$ISO_C/abs")" 0 "connections seen by the abstract canary"
+	assert_eq "$(esc_count "$ESC_C/abs")" 0 "connections seen by the abstract canary"
 	# control: without isolation the canary counts the connection
 	assert_eq "$(cr --mode none -- ./probe connect-abstract "$name")" ok "control connect"
-	assert_eq "$(iso_count "$ISO_C/abs")" 1 "control: connection counted"
+	assert_eq "$(esc_count "$ESC_C/abs")" 1 "control: connection counted"
 }
 
-test_iso_net_pathname_unix_unreachable() {
-	iso_probe
-	iso_canary
-	iso_listen unix "$ISO_C/host.sock" "$ISO_C/unix"
+escape_case_net_pathname_unix_unreachable() {
+	esc_probe
+	esc_canary
+	esc_listen unix "$ESC_C/host.sock" "$ESC_C/unix"
 	local out
-	out=$(cr -c "./probe connect-unix '$ISO_C/host.sock'; /usr/bin/python3 -c \"
-import socket; s = socket.socket(socket.AF_UNIX); s.connect('$ISO_C/host.sock'); print('ok')\"" 2>&1)
+	out=$(cr -c "./probe connect-unix '$ESC_C/host.sock'; /usr/bin/python3 -c \"
+import socket; s = socket.socket(socket.AF_UNIX); s.connect('$ESC_C/host.sock'); print('ok')\"" 2>&1)
 	assert_not_contains "$out" "ok"$'\n'
-	assert_eq "$(iso_count "$ISO_C/unix")" 0 "connections seen by the host's unix socket"
-	cr --mode none -- ./probe connect-unix "$ISO_C/host.sock" >/dev/null
-	assert_eq "$(iso_count "$ISO_C/unix")" 1 "control: connection counted"
+	assert_eq "$(esc_count "$ESC_C/unix")" 0 "connections seen by the host's unix socket"
+	cr --mode none -- ./probe connect-unix "$ESC_C/host.sock" >/dev/null
+	assert_eq "$(esc_count "$ESC_C/unix")" 1 "control: connection counted"
 }
 
-test_iso_net_udp_egress_blocked() {
-	iso_canary
-	iso_listen udp 127.0.0.1 "$ISO_C/udp"
+escape_case_net_udp_egress_blocked() {
+	esc_canary
+	esc_listen udp 127.0.0.1 "$ESC_C/udp"
 	local port
-	port=$(cat "$ISO_C/udp.port")
+	port=$(cat "$ESC_C/udp.port")
 	cat >"$WS/send.py" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -89,31 +89,31 @@ for _ in range(3):
 print("sent")
 PY
 	cr -- /usr/bin/python3 send.py "$port" >/dev/null 2>&1
-	assert_eq "$(iso_count "$ISO_C/udp")" 0 "datagrams seen by the host's UDP canary"
+	assert_eq "$(esc_count "$ESC_C/udp")" 0 "datagrams seen by the host's UDP canary"
 	# control: with the host's network the datagrams arrive
 	cr --net host -- /usr/bin/python3 send.py "$port" >/dev/null 2>&1
-	[ "$(iso_count "$ISO_C/udp")" -ge 1 ] || fail "control: --net host datagrams not seen"
+	[ "$(esc_count "$ESC_C/udp")" -ge 1 ] || fail "control: --net host datagrams not seen"
 }
 
 # The sandbox has a loopback of its own: a server and a client inside can talk over
 # 127.0.0.1, even on a port the host is using (a different network stack).
-test_iso_net_sandbox_loopback_works() {
-	iso_probe
-	iso_canary
-	iso_tcp_canary "$ISO_C/tcp"
+escape_case_net_sandbox_loopback_works() {
+	esc_probe
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
 	local out
 	out=$(cr -- /usr/bin/python3 -c '
 import socket, sys
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
 c = socket.create_connection(s.getsockname(), timeout=2)
 a, _ = s.accept(); c.sendall(b"ping"); print(a.recv(4).decode())
-' "$ISO_PORT" 2>&1)
-	assert_eq "$out" ping "loopback inside the sandbox (bound the host canary's port $ISO_PORT)"
+' "$ESC_PORT" 2>&1)
+	assert_eq "$out" ping "loopback inside the sandbox (bound the host canary's port $ESC_PORT)"
 	assert_eq "$(cr -- ./probe bind-tcp 0)" ok "bind inside the sandbox"
-	assert_eq "$(iso_count "$ISO_C/tcp")" 0 "connections seen by the host canary on the same port"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the host canary on the same port"
 }
 
-test_iso_net_only_loopback_interface() {
+escape_case_net_only_loopback_interface() {
 	local inside host none
 	host=$(awk 'NR>2{print $1}' /proc/net/dev | sort)
 	inside=$(cr -c "awk 'NR>2{print \$1}' /proc/net/dev")
@@ -123,20 +123,23 @@ test_iso_net_only_loopback_interface() {
 	assert_eq "$none" "$host" "control: --mode none sees the host's interfaces"
 }
 
-test_iso_net_host_mode_recorded_and_reaches_canary() {
-	iso_probe
-	iso_canary
-	iso_tcp_canary "$ISO_C/tcp"
+escape_case_net_host_mode_recorded_and_reaches_canary() {
+	esc_probe
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
 	local name="corral-iso-abs-$RANDOM$RANDOM" out
-	iso_abstract_canary "$name" "$ISO_C/abs"
-	out=$(cr --net host --json -- ./probe connect-tcp 127.0.0.1 "$ISO_PORT")
+	esc_abstract_canary "$name" "$ESC_C/abs"
+	out=$(cr --net host --json -- ./probe connect-tcp 127.0.0.1 "$ESC_PORT")
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" host
 	assert_eq "$(jget isolation.netns.applied <<<"$out")" false
 	assert_eq "$(jget stdout <<<"$out")" ok "connect with --net host"
-	assert_eq "$(iso_count "$ISO_C/tcp")" 1 "the canary saw the --net host connection"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 1 "the canary saw the --net host connection"
 	# the other layers still hold: abstract unix sockets stay scoped by Landlock
 	assert_eq "$(jget isolation.landlock.applied <<<"$out")" true
 	out=$(cr --net host -- ./probe connect-abstract "$name")
 	[[ $out == errno=* ]] || fail "--net host reached the host's abstract socket: $out"
-	assert_eq "$(iso_count "$ISO_C/abs")" 0 "abstract canary with --net host"
+	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary with --net host"
 }
+
+# Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).
+if declare -F esc_register >/dev/null; then esc_register; fi

@@ -1,21 +1,21 @@
 # Isolation battery, resources group: limits hold, the host stays responsive, nothing is left.
-# Helpers: tests/integration/isolation.sh.
+# Helpers: tests/escape/escape.sh.
 
 # Does `corral check` say cgroups are available to this user? Then a run must use them.
-iso_cgroup_available() {
+esc_cgroup_available() {
 	"$CORRAL" check --json | python3 -c 'import json,sys
 d = json.load(sys.stdin)
 sys.exit(0 if any(l["name"] == "cgroup" and l["available"] for l in d["layers"]) else 1)'
 }
 
 # A uniquely named copy of the probe, so that pgrep finds exactly this test's processes.
-iso_marked_probe() { ISO_M=$(iso_mark); cp "$PROBE" "$WS/$ISO_M"; }
+esc_marked_probe() { ESC_M=$(esc_mark); cp "$PROBE" "$WS/$ESC_M"; }
 
-test_iso_res_fork_bomb_pids() {
-	iso_marked_probe
+escape_case_res_fork_bomb_pids() {
+	esc_marked_probe
 	local out start end so n
 	start=$(date +%s%N)
-	out=$(cr --json -t 20 --pids 64 -- "./$ISO_M" fork-bomb 2000)
+	out=$(cr --json -t 20 --pids 64 -- "./$ESC_M" fork-bomb 2000)
 	end=$(date +%s%N)
 	so=$(jget stdout <<<"$out")
 	n=$(sed -nE 's/^forked=([0-9]+).*/\1/p' <<<"$so")
@@ -25,18 +25,18 @@ test_iso_res_fork_bomb_pids() {
 	[ $(((end - start) / 1000000)) -lt 10000 ] || fail "the run took $(((end - start) / 1000000)) ms"
 	if [ "$(jget isolation.cgroup.applied <<<"$out")" = true ]; then
 		assert_eq "$(jget limit <<<"$out")" pids
-	elif iso_cgroup_available; then
+	elif esc_cgroup_available; then
 		fail "corral check offers cgroups but the run did not use them: $(jget isolation.cgroup.detail <<<"$out")"
 	fi
-	assert_no_survivor "$ISO_M"
+	assert_no_survivor "$ESC_M"
 	# the host is responsive and can fork at once
 	timeout 2 sh -c 'for i in 1 2 3 4 5; do /bin/true & done; wait' || fail "the host cannot fork after the bomb"
 }
 
-test_iso_res_memory_bomb() {
-	iso_marked_probe
+escape_case_res_memory_bomb() {
+	esc_marked_probe
 	local out so
-	out=$(cr --json -t 20 --memory 64M -- "./$ISO_M" mem-hog 256)
+	out=$(cr --json -t 20 --memory 64M -- "./$ESC_M" mem-hog 256)
 	so=$(jget stdout <<<"$out")
 	if [ "$(jget isolation.cgroup.applied <<<"$out")" = true ]; then
 		assert_eq "$(jget limit <<<"$out")" memory "limit ($so)"
@@ -45,7 +45,7 @@ test_iso_res_memory_bomb() {
 		rss=$(jget usage.max_rss_kb <<<"$out")
 		[ "$rss" -le $((80 * 1024)) ] || fail "max_rss ${rss} KiB is past the 64M limit"
 	else
-		iso_cgroup_available && fail "corral check offers cgroups but the run did not use them"
+		esc_cgroup_available && fail "corral check offers cgroups but the run did not use them"
 		# the RLIMIT_DATA fallback: the allocation fails inside, well below 256 MB
 		local mb
 		mb=$(sed -nE 's/^allocated_mb=([0-9]+).*/\1/p' <<<"$so")
@@ -54,17 +54,17 @@ test_iso_res_memory_bomb() {
 		assert_contains "$so" "errno=ENOMEM"
 		assert_contains "$(jget isolation.rlimits.detail <<<"$out")" data
 	fi
-	assert_no_survivor "$ISO_M"
+	assert_no_survivor "$ESC_M"
 }
 
-test_iso_res_tmpfs_fill() {
-	iso_marked_probe
+escape_case_res_tmpfs_fill() {
+	esc_marked_probe
 	local before after out so w
 	# unique names, removed at exit: if the private /tmp were ever the host's, this test must
 	# not leave a GiB behind
-	iso_defer "rm -f '/tmp/$ISO_M.big' '/dev/shm/$ISO_M.big'"
+	esc_defer "rm -f '/tmp/$ESC_M.big' '/dev/shm/$ESC_M.big'"
 	before=$(df -k --output=used /tmp | tail -1)
-	out=$(cr --json -t 20 --tmpfs-size 32M -c "./$ISO_M write-file /tmp/$ISO_M.big 1024; ./$ISO_M write-file /dev/shm/$ISO_M.big 1024")
+	out=$(cr --json -t 20 --tmpfs-size 32M -c "./$ESC_M write-file /tmp/$ESC_M.big 1024; ./$ESC_M write-file /dev/shm/$ESC_M.big 1024")
 	after=$(df -k --output=used /tmp | tail -1)
 	so=$(jget stdout <<<"$out")
 	for w in $(sed -nE 's/^written=([0-9]+).*/\1/p' <<<"$so"); do
@@ -73,12 +73,12 @@ test_iso_res_tmpfs_fill() {
 	done
 	[ "$(grep -c 'errno=ENOSPC' <<<"$so")" -eq 2 ] || fail "expected ENOSPC twice: $so"
 	[ $((after - before)) -lt $((16 * 1024)) ] || fail "host /tmp grew by $((after - before)) KiB"
-	[ ! -e "/tmp/$ISO_M.big" ] && [ ! -e "/dev/shm/$ISO_M.big" ] || fail "the fill landed on the host"
-	assert_no_survivor "$ISO_M"
+	[ ! -e "/tmp/$ESC_M.big" ] && [ ! -e "/dev/shm/$ESC_M.big" ] || fail "the fill landed on the host"
+	assert_no_survivor "$ESC_M"
 }
 
-test_iso_res_fd_exhaustion() {
-	iso_probe
+escape_case_res_fd_exhaustion() {
+	esc_probe
 	local out n
 	out=$(cr -t 20 --nofile 64 -- ./probe fd-hog)
 	n=$(sed -nE 's/^opened=([0-9]+).*/\1/p' <<<"$out")
@@ -90,9 +90,9 @@ test_iso_res_fd_exhaustion() {
 	[ "$n" -gt 64 ] || fail "control: only $n files without --nofile"
 }
 
-test_iso_res_cpu_limit() {
+escape_case_res_cpu_limit() {
 	local m out start end
-	m=$(iso_mark)
+	m=$(esc_mark)
 	cp /bin/sh "$WS/$m"
 	start=$(date +%s%N)
 	out=$(cr --json -t 20 --cpu 1 -- "./$m" -c 'while :; do :; done')
@@ -105,8 +105,8 @@ test_iso_res_cpu_limit() {
 	assert_no_survivor "$m"
 }
 
-test_iso_res_fsize_limit() {
-	iso_probe
+escape_case_res_fsize_limit() {
+	esc_probe
 	local out sz
 	out=$(cr --json -t 20 --fsize 1M -- ./probe write-file big 10)
 	assert_eq "$(jget limit <<<"$out")" fsize
@@ -114,3 +114,6 @@ test_iso_res_fsize_limit() {
 	sz=$(stat -c %s "$WS/big")
 	[ "$sz" -le $((1 << 20)) ] || fail "the file grew to $sz bytes past the 1M limit"
 }
+
+# Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).
+if declare -F esc_register >/dev/null; then esc_register; fi
