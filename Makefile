@@ -71,10 +71,15 @@ check: $(TEST_BINS)
 check-asan:
 	$(MAKE) BUILD=build-asan CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
+# corral mcp under valgrind memcheck, through a scripted session of every tool and error
+# path: zero errors, zero leaks (tests/valgrind_mcp.py explains its --mode none).
+check-valgrind: $(BUILD)/corral
+	python3 tests/valgrind_mcp.py $(BUILD)/corral
+
 format:
 	clang-format -i $(LIB_SRCS) $(CLI_SRCS) include/*.h src/*.h src/*/*.h tests/*.c tests/unit/*.c
 
 clean:
 	rm -rf build build-asan
 
-.PHONY: all check check-asan format clean
+.PHONY: all check check-asan check-valgrind fuzz fuzz-long bench format clean
