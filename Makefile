@@ -76,10 +76,17 @@ check-asan:
 check-valgrind: $(BUILD)/corral
 	python3 tests/valgrind_mcp.py $(BUILD)/corral
 
+# libFuzzer targets (tests/fuzz/): clang with libFuzzer (libclang-rt-14-dev)
+fuzz:
+	tests/fuzz/run.sh 30
+
+fuzz-long:
+	tests/fuzz/run.sh 600
+
 format:
 	clang-format -i $(LIB_SRCS) $(CLI_SRCS) include/*.h src/*.h src/*/*.h tests/*.c tests/unit/*.c
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 .PHONY: all check check-asan check-valgrind fuzz fuzz-long bench format clean

@@ -67,10 +67,35 @@ def candidates(ws):
         ("corral_nocg", "corral run --pids 0 (no cgroup)",
          [CORRAL, "run", "--pids", "0", "--", "/bin/true"], CORRAL,
          "informational: as the default profile but no per-run cgroup (no process limit)"),
+        ("corral_noaudit", "corral run --audit off",
+         [CORRAL, "run", "--audit", "off", "--", "/bin/true"], CORRAL,
+         "informational: as the default profile but no audit record (SQLite) written"),
         ("corral_none", "corral run --mode none",
          [CORRAL, "run", "--mode", "none", "--", "/bin/true"], CORRAL,
          "informational: no isolation layers, limits only (supervisor + init + command)"),
     ]
+
+
+def audit_store_stats():
+    """Rows and file sizes of corral's audit store after the run (run.sh gives every harness
+    run a fresh XDG_STATE_HOME), since a write per run is part of the default profile."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if not state:
+        return None
+    db = os.path.join(state, "corral", "audit.db")
+    if not os.path.exists(db):
+        return None
+    out = {"path": db, "db_bytes": os.path.getsize(db)}
+    wal = db + "-wal"
+    out["wal_bytes"] = os.path.getsize(wal) if os.path.exists(wal) else 0
+    try:
+        import sqlite3
+        c = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        out["executions"] = c.execute("select count(*) from executions").fetchone()[0]
+        c.close()
+    except Exception as e:  # noqa: BLE001 - the schema is corral's, not ours
+        out["error"] = str(e)
+    return out
 
 
 def smoke(argv, ws):
@@ -132,12 +157,13 @@ def main():
             "user_mean_s": res.get("user"),
             "system_mean_s": res.get("system"),
         })
+    audit = audit_store_stats()
     bw = next((r for r in rows if r["key"] == "bwrap" and "median_s" in r), None)
     for r in rows:
         if bw and "median_s" in r:
             r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
     write_result("launch", {"hyperfine_command": shlex.join(hf), "workspace": ws,
-                            "rows": rows})
+                            "rows": rows, "audit_store": audit})
 
 
 if __name__ == "__main__":

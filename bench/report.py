@@ -123,6 +123,7 @@ def verdict(ok):
 # ---- chart -------------------------------------------------------------------------------
 
 COLOURS = {"corral": 0xd1495b, "corral_nocg": 0xe8a0a8, "corral_none": 0xe8a0a8,
+           "corral_noaudit": 0xe8a0a8,
            "bwrap": 0x2e86ab}
 
 
@@ -193,6 +194,13 @@ def section_launch(out, launch, targets):
         out.append(cmd.replace(ws, "$WS") if ws else cmd)
     out.append("```\n")
     out.append(f"hyperfine options: `{_hf_opts(launch['hyperfine_command'])}`.\n")
+    a = launch.get("audit_store")
+    if a and "executions" in a:
+        out.append(f"corral's audit store, fresh at the start of the harness and shared by the "
+                   f"corral rows in the order above, held {a['executions']} records after "
+                   f"this part (database {a['db_bytes'] / 1e6:.1f} MB, WAL "
+                   f"{a['wal_bytes'] / 1e6:.1f} MB). Compare the `--audit off` row: the "
+                   "rows after the default one run against a larger store.\n")
     c = next((r for r in launch["rows"] if r["key"] == "corral"), None)
     if c and "ratio_to_bwrap" in c:
         targets.append(("One-shot `corral run -- /bin/true`, median ≤ 0.4× bwrap",
@@ -447,6 +455,14 @@ NOTES = [
     "- **srt settings**: an empty `allowedDomains` (no network), writes allowed to `.` (the "
     "workspace), default reads; the package is pinned in bench/package.json (the newest "
     "release whose `engines` accepts the machine's Node 20).",
+    "- **Audit store**: `corral run` and `corral mcp` write one audit record (SQLite) per run "
+    "by default; the harness points `XDG_STATE_HOME` at a fresh directory, so every run starts "
+    "with an empty store and the user's own store is never touched. The row "
+    "`corral run --audit off` shows the launch without that write.",
+    "- **Shared machine**: each part runs under a monitor of the CPU time that other work "
+    "took meanwhile (the machine's busy time from /proc/stat less the part's own, which "
+    "includes kernel threads working for the part); a part above 15% is run again "
+    "(`BENCH_RETRIES`), and one still above it is marked noisy.",
     "- **Medians, not means**: process launch times have a long right tail on a shared VM; "
     "the median is what a typical call costs.",
     "- **As root**, corral's default process limit (1024) is enforced with a per-run cgroup "

@@ -33,12 +33,14 @@ mkdir -p "$tmp/bin"
 cp "$CORRAL" "$tmp/bin/corral"
 export CORRAL_SOURCE="$CORRAL" CORRAL="$tmp/bin/corral"
 export BENCH_WORKSPACE="$tmp/ws"
+# corral's audit store (SQLite) starts empty for every run and never touches the user's own.
+export XDG_STATE_HOME="$tmp/state"
+mkdir -p "$XDG_STATE_HOME"
 mkdir -p "$BENCH_WORKSPACE"
 export BENCH_RESULTS="$BENCH/results"
 mkdir -p "$BENCH_RESULTS"
 
 parts="${BENCH_ONLY:-launch server memory flood}"
-rm -f "$BENCH_RESULTS/env.json"
 python3 "$BENCH/quiet.py" before
 # Each part runs under a monitor of the CPU that other users' processes take meanwhile; on a
 # shared 2-core machine a part that ran alongside more than 15% of foreign load is run again

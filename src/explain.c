@@ -472,10 +472,14 @@ int corral_policy_query(const corral_config *cfg, const char *op, const char *ta
 		                        "policy: unknown operation '%s'; use read, write, exec or "
 		                        "connect",
 		                        op);
-	json_t *o = json_pack("{s:s, s:s, s:b, s:s}", "op", op, "target", target, "allowed",
-	                      a.allowed, "rule", a.rule);
+	/* paths are bytes: json_bytes keeps the document valid for any of them */
+	json_t *o = json_object();
+	json_object_set_new(o, "op", json_string(op));
+	json_object_set_new(o, "target", json_bytes(target, strlen(target)));
+	json_object_set_new(o, "allowed", json_boolean(a.allowed));
+	json_object_set_new(o, "rule", json_bytes(a.rule, strlen(a.rule)));
 	if (a.reason[0])
-		json_object_set_new(o, "reason", json_string(a.reason));
+		json_object_set_new(o, "reason", json_bytes(a.reason, strlen(a.reason)));
 	*json_out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	if (!*json_out)

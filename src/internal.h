@@ -102,6 +102,10 @@ void result_uuid(char out[37]);
 int result_add_layer(struct corral_result *res, const char *name, int applied,
                      const char *detail);
 
+/* A JSON string from bytes: invalid UTF-8 and NUL become U+FFFD (result.c). */
+struct json_t;
+struct json_t *json_bytes(const char *s, size_t n);
+
 /* ---- violations.c ---------------------------------------------------------------------- */
 
 int result_add_violation(struct corral_result *res, const char *kind, const char *object,
@@ -167,6 +171,9 @@ int launch_report_error(const struct report *r, const struct corral_config *cfg,
 /* Resolve a policy path (absolute, ~/..., or workspace-relative) to an absolute path with the
  * existing part's symlinks resolved. out is PATH_MAX. */
 int policy_resolve_path(const struct corral_config *cfg, const char *raw, char *out,
+                        struct corral_error *err);
+/* The same without resolving symlinks: "~", the workspace and "." / ".." only. */
+int policy_lexical_path(const struct corral_config *cfg, const char *raw, char *out,
                         struct corral_error *err);
 bool path_within(const char *path, const char *dir);
 /* The deny glob that withholds name, or NULL. */

@@ -2,47 +2,68 @@
 #include "internal.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <string.h>
 #include <strings.h>
 
 #define EIB (1ULL << 60)
 
-/* Parse a non-negative decimal number with an optional fraction; *end after it. */
-static int parse_decimal(const char *s, long double *out, const char **end)
+/* A non-negative decimal number with an optional fraction, kept exact: the integer part
+ * and the fraction as numerator/denominator (floating point would turn "2.17" s into 2169 ms
+ * and "0.001" s into 0, which means "no timeout"). *end is after the number. */
+struct decimal {
+	uint64_t ip;       /* integer part (at most 19 digits) */
+	uint64_t num, den; /* fraction = num / den, den = 10^k, k <= 18 (further digits dropped) */
+};
+
+static int parse_decimal(const char *s, struct decimal *d, const char **end)
 {
 	const char *p = s;
-	long double v = 0;
 	int digits = 0;
+	d->ip = 0;
+	d->num = 0;
+	d->den = 1;
 	while (isdigit((unsigned char)*p)) {
-		v = v * 10 + (*p - '0');
+		if (__builtin_mul_overflow(d->ip, 10, &d->ip) ||
+		    __builtin_add_overflow(d->ip, (uint64_t)(*p - '0'), &d->ip))
+			return -1;
 		p++;
 		digits++;
-		if (digits > 30)
-			return -1;
 	}
 	if (*p == '.') {
 		p++;
-		long double scale = 0.1L;
+		int k = 0;
 		while (isdigit((unsigned char)*p)) {
-			v += (*p - '0') * scale;
-			scale /= 10;
+			if (k < 18) {
+				d->num = d->num * 10 + (uint64_t)(*p - '0');
+				d->den *= 10;
+				k++;
+			}
 			p++;
 			digits++;
-			if (digits > 40)
+			if (digits > 64)
 				return -1;
 		}
 	}
 	if (!digits)
 		return -1;
-	*out = v;
 	*end = p;
+	return 0;
+}
+
+/* d * mult, rounded down; -1 when it exceeds max. */
+static int decimal_scale(const struct decimal *d, uint64_t mult, uint64_t max, uint64_t *out)
+{
+	unsigned __int128 v = (unsigned __int128)d->ip * mult +
+	                      (unsigned __int128)d->num * mult / d->den;
+	if (v > max)
+		return -1;
+	*out = (uint64_t)v;
 	return 0;
 }
 
 int parse_size(const char *s, uint64_t *out, const char **why)
 {
-	long double v;
+	struct decimal v;
 	const char *end;
 	if (!s || !*s || s[0] == '-' || s[0] == '+' || parse_decimal(s, &v, &end) < 0) {
 		*why = "expected a number of bytes with an optional unit: 512, 64k, 1.5M, 2G";
@@ -59,12 +80,10 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(units); i++) {
 		if (strcasecmp(end, units[i].suffix) == 0) {
-			long double bytes = v * units[i].mult;
-			if (bytes > (long double)EIB) {
+			if (decimal_scale(&v, units[i].mult, EIB, out) < 0) {
 				*why = "size is absurdly large (over 1 EiB)";
 				return -1;
 			}
-			*out = (uint64_t)bytes;
 			return 0;
 		}
 	}
@@ -74,34 +93,38 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 
 int parse_duration_ms(const char *s, uint64_t *out, const char **why)
 {
-	long double v;
+	struct decimal v;
 	const char *end;
 	if (!s || !*s || s[0] == '-' || s[0] == '+' || parse_decimal(s, &v, &end) < 0) {
 		*why = "expected a non-negative duration: 30, 1.5, 250ms, 2m, 1h (bare numbers are "
 		       "seconds)";
 		return -1;
 	}
-	long double ms;
+	uint64_t mult;
 	if (!*end || !strcmp(end, "s"))
-		ms = v * 1000;
+		mult = 1000;
 	else if (!strcmp(end, "ms"))
-		ms = v;
+		mult = 1;
 	else if (!strcmp(end, "m"))
-		ms = v * 60000;
+		mult = 60000;
 	else if (!strcmp(end, "h"))
-		ms = v * 3600000;
+		mult = 3600000;
 	else if (!strcmp(end, "d"))
-		ms = v * 86400000;
+		mult = 86400000;
 	else {
 		*why = "unknown duration unit; use ms, s, m, h or d";
 		return -1;
 	}
 	/* A year is already an absurd timeout for a sandboxed command. */
-	if (ms > 366.0L * 86400000) {
+	if (decimal_scale(&v, mult, 366ULL * 86400000, out) < 0) {
 		*why = "duration is absurdly long (over a year)";
 		return -1;
 	}
-	*out = (uint64_t)ms;
+	/* a nonzero duration below a millisecond would read as 0, "none": refuse it */
+	if (*out == 0 && (v.ip || v.num)) {
+		*why = "duration is below a millisecond; give at least 1ms (or 0 for none)";
+		return -1;
+	}
 	return 0;
 }
 
@@ -117,18 +140,14 @@ int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why)
 			*why = "expected a positive whole number";
 			return -1;
 		}
-		if (v > max / 10 + 1) {
+		if (__builtin_mul_overflow(v, 10, &v) ||
+		    __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v) || v > max) {
 			*why = "number is too large";
 			return -1;
 		}
-		v = v * 10 + (uint64_t)(*p - '0');
 	}
 	if (v == 0) {
 		*why = "must be at least 1";
-		return -1;
-	}
-	if (v > max) {
-		*why = "number is too large";
 		return -1;
 	}
 	*out = v;

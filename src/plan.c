@@ -9,7 +9,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -442,9 +444,44 @@ static int resolve_list(const struct corral_config *cfg, char **raw, size_t n, c
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
-		int r = policy_resolve_path(cfg, raw[i], path, err);
+		int r = policy_lexical_path(cfg, raw[i], path, err);
 		if (r < 0)
 			return r;
+		if (path_within(path, cfg->workspace)) {
+			/* Inside the workspace the sandbox itself may have planted a symlink on an
+			 * earlier run: never follow one there (the CVE-2024-42472 class). */
+			const char *rel = path + strlen(cfg->workspace);
+			while (*rel == '/')
+				rel++;
+			int wfd = open(cfg->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+			                       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+			                                  RESOLVE_NO_MAGICLINKS};
+			int fd = wfd < 0 ? -1
+			         : *rel ? (int)syscall(SYS_openat2, wfd, rel, &how, sizeof(how))
+			                : dup(wfd);
+			int e = errno;
+			if (wfd >= 0)
+				close(wfd);
+			if (fd >= 0)
+				close(fd);
+			else if (e == ELOOP || e == EXDEV)
+				return corral_set_error(err, CORRAL_EDENIED, e, "policy",
+				                        "policy: %s path %s goes through a symlink inside the "
+				                        "workspace; the sandbox can plant those, so corral "
+				                        "does not follow them: name the target itself",
+				                        what, raw[i]);
+			else if (must_exist)
+				return corral_set_error(err, CORRAL_EINVAL, e, "policy",
+				                        "policy: %s path %s (%s): %s; create it or remove "
+				                        "it from the profile",
+				                        what, raw[i], path, strerror(e));
+		} else {
+			/* outside the workspace: the caller's own host path, symlinks and all */
+			r = policy_resolve_path(cfg, raw[i], path, err);
+			if (r < 0)
+				return r;
+		}
 		struct stat st;
 		if (must_exist && stat(path, &st) < 0)
 			return corral_set_error(err, CORRAL_EINVAL, errno, "policy",
@@ -686,7 +723,7 @@ static void prepare_limits(struct launch *L, struct corral_result *res)
 	char d[160] = "";
 	size_t o = 0;
 	for (size_t i = 0; i < L->rl.n && o < sizeof(d) - 32; i++) {
-		const char *nm = L->rl.resource[i] == RLIMIT_CORE     ? "core=0"
+		const char *nm = L->rl.resource[i] == RLIMIT_CORE     ? "core=1 (no core files, no core helper)"
 		                 : L->rl.resource[i] == RLIMIT_CPU    ? "cpu"
 		                 : L->rl.resource[i] == RLIMIT_DATA   ? "data (memory fallback)"
 		                 : L->rl.resource[i] == RLIMIT_NPROC  ? (L->uid == 0 ? "nproc (not enforced for uid 0)" : "nproc")

@@ -316,6 +316,16 @@ static void resolve_existing(char *path)
 int policy_resolve_path(const struct corral_config *cfg, const char *raw, char *out,
                         struct corral_error *err)
 {
+	int r = policy_lexical_path(cfg, raw, out, err);
+	if (r < 0)
+		return r;
+	resolve_existing(out);
+	return 0;
+}
+
+int policy_lexical_path(const struct corral_config *cfg, const char *raw, char *out,
+                        struct corral_error *err)
+{
 	const char *home = getenv("HOME");
 	int n;
 	if (raw[0] == '~' && (raw[1] == '/' || raw[1] == 0)) {
@@ -332,7 +342,6 @@ int policy_resolve_path(const struct corral_config *cfg, const char *raw, char *
 		return corral_set_error(err, CORRAL_EINVAL, ENAMETOOLONG, "policy",
 		                        "policy: path '%s' is too long", raw);
 	normalize(out);
-	resolve_existing(out);
 	return 0;
 }
 

@@ -108,7 +108,7 @@ const char *corral_limit_hit_name(enum corral_limit_hit hit)
 
 /* Output is bytes; JSON strings are UTF-8. Invalid sequences become U+FFFD so that the
  * document is always valid, and the byte counts stay exact in *_bytes. */
-static json_t *json_bytes(const char *s, size_t n)
+json_t *json_bytes(const char *s, size_t n)
 {
 	char *out = malloc(n * 3 + 1);
 	if (!out)

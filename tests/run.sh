@@ -47,6 +47,10 @@ cp -r "$ROOT/docs" "$SCRATCH/docs"
 chmod -R a+rX "$SCRATCH"
 export CORRAL="$SCRATCH/bin/corral" PROBE="$SCRATCH/bin/probe" NOLAYER="$SCRATCH/bin/nolayer"
 export LIBTESTS="$SCRATCH/bin/lib_tests" TESTDIR="$SCRATCH/tests" DOCS="$SCRATCH/docs"
+# Runs record into an audit store: a scratch one, not the user's real store.
+mkdir -p "$SCRATCH/state"
+chmod 0777 "$SCRATCH/state"
+export XDG_STATE_HOME="$SCRATCH/state"
 
 note "== library tests ($WHO)"
 LT_WS=$(mktemp -d /tmp/corral-lt.XXXXXX)

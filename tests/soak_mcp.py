@@ -6,8 +6,10 @@ after the soak must stay within a few MB of its RSS after warm-up.
     python3 tests/soak_mcp.py build/corral [--sequential N] [--concurrent N] [--rss-slack-kb K]
 
 The concurrent phase runs twice (2 x N calls) to show the second burst does not grow the
-server. Not part of `make check` (it takes about a minute). Prints calls per second for both phases and
-exits non-zero on any failure.
+server. Every call is recorded in an audit store in the soak's scratch directory (--audit off
+to measure without it); at the end the store must hold every call and its chain must verify.
+Not part of `make check` (it takes about a minute). Prints calls per second for both phases
+and exits non-zero on any failure.
 """
 import argparse
 import os
@@ -29,10 +31,15 @@ def main():
     ap.add_argument("--rss-slack-kb", type=int, default=4096)
     ap.add_argument("--max-concurrent", type=int, default=0,
                     help="server --max-concurrent (default: the server's, 2 x cores)")
+    ap.add_argument("--audit", default="store", help="'off' for no audit record")
     a = ap.parse_args()
 
     ws = tempfile.mkdtemp(prefix="corral-soak-")
-    extra = ["-w", ws, "--max-queue", str(max(10000, a.concurrent))]
+    # the store outside the workspace (the sandbox can write the workspace)
+    store_dir = tempfile.mkdtemp(prefix="corral-soak-audit-")
+    db = os.path.join(store_dir, "audit.db")
+    extra = ["-w", ws, "--max-queue", str(max(10000, a.concurrent)),
+             "--audit", "off" if a.audit == "off" else db]
     if a.max_concurrent:
         extra += ["--max-concurrent", str(a.max_concurrent)]
     s = M.Server([a.corral, "mcp"] + extra)
@@ -87,10 +94,23 @@ def main():
         assert s.response(s.request("ping"))["result"] == {}
         rss_end = s.rss_kb()
         rc = s.close(timeout=10)
+        recorded = None
+        if a.audit != "off":
+            import json, subprocess
+            st = subprocess.run([a.corral, "audit", "--db", db, "stats", "--json"],
+                                capture_output=True, text=True)
+            v = subprocess.run([a.corral, "audit", "--db", db, "verify"], capture_output=True, text=True)
+            recorded = json.loads(st.stdout)["executions"] if st.returncode == 0 else -1
+            want = a.warmup + a.sequential + 2 * a.concurrent
+            print("audit: %d executions recorded (want %d); %s" % (recorded, want, v.stdout.strip()))
+            if recorded != want or v.returncode != 0:
+                failures += 1
+                print("FAIL: the audit store is incomplete or does not verify", file=sys.stderr)
     finally:
         if s.proc.poll() is None:
             s.proc.kill()
         shutil.rmtree(ws, ignore_errors=True)
+        shutil.rmtree(store_dir, ignore_errors=True)
 
     print("sequential: %d calls in %.1f s = %.0f calls/s" % (a.sequential, seq_s, a.sequential / seq_s))
     print("concurrent: %d calls in %.1f s = %.0f calls/s" % (a.concurrent, con_s, a.concurrent / con_s))

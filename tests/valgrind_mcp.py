@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Run `corral mcp` under valgrind memcheck through a scripted session that touches every
-path of the server: protocol errors, lifecycle, every tool, argument errors, oversized lines,
-progress, concurrency, queueing, cancellation (running and queued) and EOF with calls still
-running. Exits non-zero on any valgrind error or leak.
+path of the server: protocol errors, lifecycle, every tool (can_i included), argument errors,
+oversized lines, progress, concurrency, queueing, cancellation (running and queued), the audit
+record and EOF with calls still running; then two short sessions for a profile file with
+policy flags, an audit store that cannot be opened, and a bad profile. Exits non-zero on any
+valgrind error or leak.
 
     python3 tests/valgrind_mcp.py build/corral
 
@@ -21,11 +23,12 @@ def main():
     corral = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
     ws = tempfile.mkdtemp(prefix="corral-vg-")
     log = os.path.join(ws, "valgrind.log")
-    argv = ["valgrind", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
-            "--errors-for-leak-kinds=definite,indirect,possible", "--error-exitcode=1",
-            "--child-silent-after-fork=yes", "--log-file=" + log,
-            corral, "mcp", "-w", ws, "--max-concurrent", "2", "--allow-env", "MY_*",
-            "--max-message-bytes", "64k", "--mode", "none", "--nofile", "1048576"]
+    vg = ["valgrind", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
+          "--errors-for-leak-kinds=definite,indirect,possible", "--error-exitcode=1",
+          "--child-silent-after-fork=yes"]
+    argv = vg + ["--log-file=" + log, corral, "mcp", "-w", ws, "--max-concurrent", "2",
+                 "--allow-env", "MY_*", "--max-message-bytes", "64k", "--mode", "none",
+                 "--nofile", "1048576", "--audit", os.path.join(ws, "audit.db"), "--audit-output"]
     s = M.Server(argv)
     T = 120
     s.send_raw("{bad json\n")
@@ -46,6 +49,16 @@ def main():
     assert r["structuredContent"]["stdout"] == "in", M.text_of(r)
     r = s.call("run_command", {"command": "echo $MY_X", "env": {"MY_X": "y"}, "cwd": "."}, timeout=T)
     assert r["structuredContent"]["stdout"] == "y\n"
+    r = s.call("can_i", {"op": "write", "target": "src/x.c"}, timeout=T)
+    assert not r["isError"] and r["structuredContent"]["allowed"] is True, r
+    r = s.call("can_i", {"queries": [{"op": "connect", "target": "h:1"}, {"op": "exec", "target": "sh"},
+                                     {"op": "read", "target": "/etc/shadow"}]}, timeout=T)
+    assert [a["allowed"] for a in r["structuredContent"]["answers"]] == [False, True, False], r
+    for bad in ({}, {"op": "fly", "target": "x"}, {"queries": [{"op": "read"}]}, {"queries": 3},
+                {"op": "read", "target": "x", "queries": []}):
+        assert s.call("can_i", bad, timeout=T)["isError"]
+    r = s.call("run_command", {"command": "true", "env": {"MY_TOKEN": "x"}}, timeout=T)
+    assert r["isError"] and "deny rule" in M.text_of(r)
     for bad in ({"command": 1}, {"command": "x", "env": {"NO": "1"}}, {"command": "x", "cwd": "/etc"},
                 {"zzz": 1}, {"argv": ["a", 2]}, {"command": "x", "timeout_s": 1e9}):
         assert s.call("run_command", bad, timeout=T)["isError"]
@@ -70,13 +83,46 @@ def main():
         s.call_async("run_command", {"command": "sleep 30"})
     time.sleep(2)
     rc = s.close(timeout=T)
-    text = open(log).read()
-    summary = [l for l in text.splitlines() if "ERROR SUMMARY" in l or "heap blocks" in l or "total heap usage" in l]
-    print("\n".join(summary))
-    print("valgrind exit status %d" % rc)
+    logs = [log]
+
+    # A profile file with policy flags over it, and an audit store that cannot be opened.
+    prof = os.path.join(ws, "profile.json")
+    with open(prof, "w") as f:
+        f.write('{"limits": {"timeout": "20s"}, "env": {"allow": ["PY_*"], "set": {"A": "b"}},'
+                ' "commands": {"deny": [{"match": "wget", "reason": "no"}]}}')
+    log2 = os.path.join(ws, "valgrind2.log")
+    s = M.Server(vg + ["--log-file=" + log2, corral, "mcp", "-w", ws, "--mode", "none",
+                       "--nofile", "1048576", "--profile", prof, "--ro", "/usr/share",
+                       "--hide", "audit.db", "--redact", "flag", "--env", "PY_*",
+                       "--audit", "/proc/corral-no-such/audit.db"])
+    s.initialize("2025-03-26")
+    r = s.call("run_command", {"command": "echo $A $PY_Q", "env": {"PY_Q": "q"}}, timeout=T)
+    assert r["content"][0]["text"].endswith("--- stdout ---\nb q\n--- stderr ---\n(empty)\n"), r
+    assert s.call("can_i", {"op": "read", "target": "audit.db"}, timeout=T)["content"][0]["text"].startswith("denied")
+    assert s.call("run_command", {"command": "true", "env": {"OTHER": "1"}}, timeout=T)["isError"]
+    rc2 = s.close(timeout=T)
+    logs.append(log2)
+    assert b"serving without an audit record" in s.stderr_text, s.stderr_text
+    # A bad profile: refused before serving.
+    with open(os.path.join(ws, "bad.json"), "w") as f:
+        f.write('{"limits": {"timeout": "soon"}}')
+    log3 = os.path.join(ws, "valgrind3.log")
+    s = M.Server(vg + ["--log-file=" + log3, corral, "mcp", "-w", ws, "--profile",
+                       os.path.join(ws, "bad.json")])
+    rc3 = s.wait(timeout=T)
+    logs.append(log3)
+    errors = 0 if rc3 == 125 else 1   # 125 is the expected refusal; valgrind's own is 1
+    for l in logs:
+        text = open(l).read()
+        summary = [x for x in text.splitlines() if "ERROR SUMMARY" in x or "heap blocks" in x or "total heap usage" in x]
+        print("%s:\n  %s" % (os.path.basename(l), "\n  ".join(summary)))
+        if "ERROR SUMMARY: 0 errors" not in text:
+            errors += 1
+    print("valgrind exit status %d, %d, %d (the last is the refused profile: 125)" % (rc, rc2, rc3))
     shutil.rmtree(ws, ignore_errors=True)
-    print("PASS valgrind" if rc == 0 else "FAIL valgrind (see the log above)")
-    return 0 if rc == 0 else 1
+    ok = rc == 0 and rc2 == 0 and errors == 0
+    print("PASS valgrind" if ok else "FAIL valgrind (see the log above)")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

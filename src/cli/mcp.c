@@ -184,8 +184,10 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		                           : c == OPT_RW ? CORRAL_PATH_WRITE
 		                                         : CORRAL_PATH_DENY,
 		                           arg, &err) < 0)
-			return bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
-			                 err.message);
+			return bad_value(c == OPT_RO   ? "--ro"
+			                 : c == OPT_RW ? "--rw"
+			                               : "--hide",
+			                 arg, err.message);
 		return 0;
 	case OPT_REDACT:
 		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))

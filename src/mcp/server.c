@@ -47,6 +47,11 @@
  * runs short halfway through. */
 #define FD_PER_CALL_GUESS 8
 #define FD_MARGIN 16
+/* A store that keeps failing (locked by another process for long, disk full) costs the loop
+ * up to its busy timeout per write: after this many failures in a row, writes pause for a
+ * while (what they would have recorded is counted as lost). */
+#define AUDIT_FAILS_BEFORE_PAUSE 3
+#define AUDIT_PAUSE_MS 5000
 
 enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL };
 struct watch {
@@ -104,7 +109,9 @@ struct server {
 	struct audit *audit;   /* NULL: no audit (off, or the store could not be opened) */
 	char *client_info;     /* {name, version, title} of initialize's clientInfo, or NULL */
 	uint64_t audit_failed; /* records that could not be written */
-	int fd_per_call;       /* most descriptors one running sandbox has taken (0: unknown) */
+	unsigned audit_fails_in_row;
+	uint64_t audit_paused_until; /* monotonic ms */
+	int fd_per_call; /* most descriptors one running sandbox has taken (0: unknown) */
 };
 
 static uint64_t now_ms(void)
@@ -276,11 +283,28 @@ static void audit_failed(struct server *s, const struct corral_error *err)
 	if (s->audit_failed++ == 0)
 		logmsg("audit: %s (calls are not affected; further audit errors are only counted)",
 		       err->message);
+	if (++s->audit_fails_in_row >= AUDIT_FAILS_BEFORE_PAUSE) {
+		s->audit_fails_in_row = 0;
+		s->audit_paused_until = now_ms() + AUDIT_PAUSE_MS;
+	}
+}
+
+/* May a record be written now? Counts it as lost while writes are paused. */
+static bool audit_ready(struct server *s)
+{
+	if (!s->audit)
+		return false;
+	if (s->audit_paused_until && now_ms() < s->audit_paused_until) {
+		s->audit_failed++;
+		return false;
+	}
+	s->audit_paused_until = 0;
+	return true;
 }
 
 static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
 {
-	if (!s->audit || !res)
+	if (!res || !audit_ready(s))
 		return;
 	const corral_config *base = s->o->base;
 	char *viol = result_violations_json(res);
@@ -301,6 +325,8 @@ static void audit_call(struct server *s, const struct call *c, const struct corr
 	struct corral_error err = {0};
 	if (audit_record_run(s->audit, &r, &err) < 0)
 		audit_failed(s, &err);
+	else
+		s->audit_fails_in_row = 0;
 	free(viol);
 }
 
@@ -308,14 +334,19 @@ static void audit_queries(struct server *s, const json_t *answers)
 {
 	size_t i;
 	json_t *a;
-	if (!s->audit)
-		return;
 	json_array_foreach(answers, i, a)
 	{
+		if (!audit_ready(s))
+			continue;
 		char *d = json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		struct corral_error err = {0};
+		if (!d)
+			corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "audit",
+			                 "audit: out of memory");
 		if (!d || audit_record_event(s->audit, "policy_query", NULL, d, &err) < 0)
 			audit_failed(s, &err);
+		else
+			s->audit_fails_in_row = 0;
 		free(d);
 	}
 }
@@ -391,13 +422,13 @@ static bool fd_room(struct server *s, int *before, struct corral_error *err)
 	err->sys_errno = EMFILE;
 	snprintf(err->step, sizeof(err->step), "spawn");
 	if (*before >= 0)
-		snprintf(err->message, sizeof(err->message),
-		         "spawn: %s: the server has %d of its %llu descriptors in use by %u running "
-		         "calls, and a sandbox needs about %d; the call was not started. Try again "
-		         "when other calls have finished; the operator can raise the server's "
-		         "open-files limit (ulimit -n) or lower --max-concurrent",
-		         strerror(EMFILE), *before, (unsigned long long)rl.rlim_cur, s->running,
-		         need);
+		snprintf(
+		    err->message, sizeof(err->message),
+		    "spawn: %s: the server has %d of its %llu descriptors in use by %u running "
+		    "calls, and a sandbox needs about %d; the call was not started. Try again "
+		    "when other calls have finished; the operator can raise the server's "
+		    "open-files limit (ulimit -n) or lower --max-concurrent",
+		    strerror(EMFILE), *before, (unsigned long long)rl.rlim_cur, s->running, need);
 	else
 		snprintf(err->message, sizeof(err->message),
 		         "spawn: %s: every one of the server's %llu descriptors is in use by %u "
@@ -694,7 +725,7 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	keep_client_info(s, json_object_get(m->params, "clientInfo"));
 
 	const struct mcp_options *o = s->o;
-	char instr[1600], tmo[64];
+	char *instr = NULL, tmo[64];
 	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace)); /* JSON text is UTF-8 */
 	if (o->timeout_ms)
 		snprintf(tmo, sizeof(tmo), "%.3g s", (double)o->timeout_ms / 1000.0);
@@ -702,27 +733,34 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		snprintf(tmo, sizeof(tmo), "none");
 	const char *prof = o->base->profile_name ? o->base->profile_name : "default";
 	char *pclean = mcp_utf8_clean(prof, strlen(prof));
-	snprintf(instr, sizeof(instr),
-	         "corral runs commands in a Linux sandbox. Every tool call gets a fresh sandbox: "
-	         "the workspace %s is %s and is the current directory and HOME; the rest "
-	         "of the system is read-only; /tmp is private and empty; %s; no process outlives "
-	         "the call, and %s. Policy: profile %s. Timeout per call: %s (timeout_s can only "
-	         "lower it). Up to %u calls run at once; more wait in a queue. Ask can_i whether "
-	         "a read, write, exec or connect is allowed before relying on it; the policy "
-	         "cannot be changed from here.",
-	         ws ? ws : "?", o->base->workspace_ro ? "read-only" : "read-write",
-	         o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network",
-	         o->base->workspace_ro ? "nothing persists between calls"
-	                               : "only files written to the workspace persist between calls",
-	         pclean ? pclean : "?", tmo, o->max_concurrent);
+	/* whole, never cut: a path cut inside a UTF-8 sequence would not be JSON text */
+	int n = asprintf(
+	    &instr,
+	    "corral runs commands in a Linux sandbox. Every tool call gets a fresh sandbox: "
+	    "the workspace %s is %s and is the current directory and HOME; the rest "
+	    "of the system is read-only; /tmp is private and empty; %s; no process outlives "
+	    "the call, and %s. Policy: profile %s. Timeout per call: %s (timeout_s can only "
+	    "lower it). Up to %u calls run at once; more wait in a queue. Ask can_i whether "
+	    "a read, write, exec or connect is allowed before relying on it; the policy "
+	    "cannot be changed from here.",
+	    ws ? ws : "?", o->base->workspace_ro ? "read-only" : "read-write",
+	    o->net == CORRAL_NET_HOST ? "the host network is shared" : "there is no network",
+	    o->base->workspace_ro ? "nothing persists between calls"
+	                          : "only files written to the workspace persist between calls",
+	    pclean ? pclean : "?", tmo, o->max_concurrent);
 	free(pclean);
 	free(ws);
 	json_t *info = json_pack("{s:s, s:s}", "name", "corral", "version", CORRAL_VERSION);
 	if (mcp_version_at_least(s->version, "2025-06-18"))
 		json_object_set_new(info, "title", json_string("corral sandbox"));
+	if (n < 0) {
+		json_decref(info);
+		return jr_fail(r, JR_INTERNAL_ERROR, "internal error: out of memory");
+	}
 	r->result =
 	    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", s->version, "capabilities",
 	              "tools", "listChanged", 0, "serverInfo", info, "instructions", instr);
+	free(instr);
 }
 
 static void m_ping(void *ctx, const struct jr_msg *m, struct jr_reply *r)
@@ -1196,7 +1234,9 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
 	       o->max_concurrent, mcp_tool_names(),
-	       s.audit ? audit_path(s.audit) : o->audit_off ? "off" : "unavailable");
+	       s.audit        ? audit_path(s.audit)
+	       : o->audit_off ? "off"
+	                      : "unavailable");
 	run_loop(&s);
 	shutdown_all(&s);
 	logmsg("shut down (%s)", s.stop_reason ? s.stop_reason : "error");

@@ -143,6 +143,24 @@ static const char output_schema_json[] =
     "{\"type\":\"string\"}}}"
     "}}";
 
+/* A description built in a fixed buffer may have been cut inside a UTF-8 sequence (a long
+ * workspace path): drop the incomplete tail, since JSON text must be UTF-8. In place. */
+static char *utf8_tail_fix(char *s)
+{
+	size_t n = strlen(s), i = n, k = 0;
+	while (i > 0 && k < 4 && ((unsigned char)s[i - 1] & 0xc0) == 0x80) {
+		i--;
+		k++;
+	}
+	if (i == 0 || !((unsigned char)s[i - 1] & 0x80))
+		return s;
+	unsigned char lead = (unsigned char)s[i - 1];
+	size_t want = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+	if (k + 1 < want)
+		s[i - 1] = '\0';
+	return s;
+}
+
 static json_t *prop(const char *type, const char *description)
 {
 	return json_pack("{s:s, s:s}", "type", type, "description", description);
@@ -155,7 +173,8 @@ static void allowed_env_names(const struct mcp_options *o, char *out, size_t n)
 	out[0] = '\0';
 	const corral_config *b = o->base;
 	for (size_t i = 0; i < b->n_env_allow + o->n_allow_env && used + 5 < n; i++) {
-		const char *g = i < b->n_env_allow ? b->env_allow[i] : o->allow_env[i - b->n_env_allow];
+		const char *g =
+		    i < b->n_env_allow ? b->env_allow[i] : o->allow_env[i - b->n_env_allow];
 		int w = snprintf(out + used, n - used, "%s%s", i ? ", " : "", g);
 		if (w < 0 || (size_t)w >= n - used) {
 			snprintf(out + (used < n - 5 ? used : n - 5), 5, "...");
@@ -255,9 +274,9 @@ static json_t *can_i_query_props(void)
 static json_t *can_i_entry(const struct mcp_options *o, const char *version)
 {
 	json_t *props = can_i_query_props();
-	json_t *item = json_pack("{s:s, s:o, s:[s,s], s:b}", "type", "object", "properties",
-	                         can_i_query_props(), "required", "op", "target",
-	                         "additionalProperties", 0);
+	json_t *item =
+	    json_pack("{s:s, s:o, s:[s,s], s:b}", "type", "object", "properties",
+	              can_i_query_props(), "required", "op", "target", "additionalProperties", 0);
 	json_t *q = prop("array", "Several questions at once, each {op, target}; give this "
 	                          "instead of op and target.");
 	json_object_set_new(q, "items", item);
@@ -267,7 +286,7 @@ static json_t *can_i_entry(const struct mcp_options *o, const char *version)
 	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
 	                           "additionalProperties", 0);
 	char *ws = mcp_utf8_clean(o->workspace, strlen(o->workspace));
-	char desc[1200];
+	char desc[PATH_MAX + 1200];
 	snprintf(desc, sizeof(desc),
 	         "Ask the sandbox policy whether an operation is allowed, without running "
 	         "anything: read or write a path, exec a command, or connect to HOST:PORT. The "
@@ -279,8 +298,8 @@ static json_t *can_i_entry(const struct mcp_options *o, const char *version)
 	         "policy; a denial is an answer, not an error.",
 	         ws ? ws : "?");
 	free(ws);
-	json_t *e = json_pack("{s:s, s:s, s:o}", "name", "can_i", "description", desc, "inputSchema",
-	                      schema);
+	json_t *e = json_pack("{s:s, s:s, s:o}", "name", "can_i", "description",
+	                      utf8_tail_fix(desc), "inputSchema", schema);
 	if (mcp_version_at_least(version, "2025-06-18")) {
 		json_object_set_new(e, "title", json_string("Ask the sandbox policy"));
 		json_t *out = json_loads(can_i_output_schema_json, 0, NULL);
@@ -303,7 +322,7 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 	json_t *props = json_object();
 	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
 	                           "additionalProperties", 0);
-	char sandbox[600], desc[1200];
+	char sandbox[PATH_MAX + 600], desc[PATH_MAX + 1200];
 	describe_sandbox(sandbox, sizeof(sandbox), o);
 	if (t->id == TOOL_RUN_COMMAND) {
 		json_object_set_new(props, "command",
@@ -343,8 +362,8 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 		         names, sandbox);
 	}
 	add_common_props(props, o);
-	json_t *e = json_pack("{s:s, s:s, s:o}", "name", t->name, "description", desc,
-	                      "inputSchema", schema);
+	json_t *e = json_pack("{s:s, s:s, s:o}", "name", t->name, "description",
+	                      utf8_tail_fix(desc), "inputSchema", schema);
 	if (mcp_version_at_least(version, "2025-06-18")) {
 		json_object_set_new(e, "title", json_string(t->title));
 		json_t *out = json_loads(output_schema_json, 0, NULL);
@@ -444,11 +463,12 @@ static int env_check(const struct mcp_options *o, const char *name, char *why, s
 	const corral_config *b = o->base;
 	const char *deny = policy_env_denied_by(b, name);
 	if (deny)
-		return bad(why, n,
-		           "env.%.60s: not allowed: withheld by the policy's deny rule '%s' (deny rules "
-		           "keep credentials and loader variables out of the sandbox; a call cannot "
-		           "lift them)",
-		           name, deny);
+		return bad(
+		    why, n,
+		    "env.%.60s: not allowed: withheld by the policy's deny rule '%s' (deny rules "
+		    "keep credentials and loader variables out of the sandbox; a call cannot "
+		    "lift them)",
+		    name, deny);
 	for (size_t i = 0; i < b->n_env_allow; i++)
 		if (policy_glob_match(b->env_allow[i], name))
 			return 0;
@@ -531,10 +551,11 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		json_object_foreach(env, name, v)
 		{
 			if (!env_name_valid(name))
-				return bad(why, n,
-				           "env.%.60s: not a variable name (letters, digits and _, not "
-				           "starting with a digit)",
-				           name);
+				return bad(
+				    why, n,
+				    "env.%.60s: not a variable name (letters, digits and _, not "
+				    "starting with a digit)",
+				    name);
 			if (env_check(o, name, why, n) < 0)
 				return -1;
 			if (!json_is_string(v))
@@ -1097,7 +1118,8 @@ static int prepare_can_i(const struct mcp_options *o, const json_t *args, const 
 		           "\"src/main.c\"}), or give queries (an array of such objects)");
 	if (queries) {
 		if (!json_is_array(queries))
-			return bad(why, n, "queries: must be an array of {op, target} objects, not %s",
+			return bad(why, n,
+			           "queries: must be an array of {op, target} objects, not %s",
 			           jr_type_name(queries));
 		if (json_array_size(queries) == 0)
 			return bad(why, n, "queries: must not be empty");

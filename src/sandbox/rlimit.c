@@ -17,8 +17,11 @@ void rlimit_plan_build(struct rlimit_plan *plan, uint64_t cpu_s, uint64_t mem_by
                        int pids_in_cgroup)
 {
 	plan->n = 0;
-	/* No core dumps: they can leak memory contents to the host's core helper. */
-	add(plan, RLIMIT_CORE, 0, 0);
+	/* No core dumps, and no core-dump helper: a core limit of 0 stops core files but not a
+	 * piped core_pattern helper (systemd-coredump, apport), which runs as root on the host;
+	 * the kernel skips the pipe for a limit of exactly 1 (its recursion guard), and 1 byte
+	 * is too small for any core file. */
+	add(plan, RLIMIT_CORE, 1, 1);
 	/* SIGXCPU at the soft limit lets the program see it; the hard limit one second later is
 	 * the kernel's SIGKILL backstop. */
 	if (cpu_s)

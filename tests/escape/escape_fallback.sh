@@ -1,4 +1,4 @@
-# Isolation battery, fallback ladder: layers made unavailable for real with tests/nolayer.c.
+# Escape battery, fallback ladder: layers made unavailable for real with tests/nolayer.c.
 # required fails closed naming the layer; auto says what it skipped and the rest still holds;
 # none applies nothing but still enforces limits. Helpers: tests/escape/escape.sh.
 

@@ -1,4 +1,4 @@
-# Isolation battery, filesystem group: what the sandbox can see and change of the host's files.
+# Escape battery, filesystem group: what the sandbox can see and change of the host's files.
 # Helpers: tests/escape/escape.sh.
 
 # Note for every test here: if isolation were broken these commands would run on the host, so
@@ -282,6 +282,147 @@ escape_case_fs_root_readonly() {
 		[ ! -e "$p" ] || fail "$p appeared on the host"
 	done
 	assert_contains "$(cr -c 'grep " / / " /proc/self/mountinfo')" " / / ro,"
+}
+
+# ---- history: runtime binary overwrite, leaked descriptors, symlinked mount targets -------
+
+# CVE-2019-5736 (runc): a process in the container reopened /proc/self/exe (the runtime's own
+# binary on the host) for writing and replaced it. Here the sandbox's pid 1 is a fork of the
+# front door (its exe is the host's corral binary) and /bin/sh is the host's. The front door
+# runs from a private copy of corral, so a broken sandbox could only damage that copy: the
+# sandbox tries to open both for writing, directly and by reopening an O_PATH descriptor
+# through /proc/self/fd, appending 16 bytes to the copy (0 bytes to the host's /bin/sh).
+# Evidence: both hashes are unchanged on the host. Control: on the host the same probe does
+# reach a running process's binary through /proc/PID/exe.
+escape_case_fs_proc_exe_overwrite() {
+	esc_probe
+	esc_canary
+	local c="$ESC_C/corral" c_h sh_h out
+	cp "$CORRAL" "$c"
+	c_h=$(esc_hash "$c")
+	sh_h=$(esc_hash "$(readlink -f /bin/sh)")
+	out=$(CORRAL=$c cr -c './probe open-write /proc/1/exe; ./probe reopen-write /proc/1/exe 16;
+		./probe open-read /proc/1/exe; ./probe open-write /proc/self/exe;
+		./probe reopen-write /proc/self/exe 0; ./probe reopen-write /proc/$$/exe 0;
+		./probe reopen-write /bin/sh 0; ./probe open-write /bin/sh;
+		for p in /proc/[0-9]*; do ./probe reopen-write $p/exe 0; done' 2>&1)
+	assert_eq "$(esc_hash "$c")" "$c_h" "the corral binary the sandbox ran under (sandbox said: $out)"
+	assert_eq "$(esc_hash "$(readlink -f /bin/sh)")" "$sh_h" "the host's /bin/sh"
+	assert_not_contains "$out" "ok"$'\n'
+	[ "$(esc_nerr "$out")" -ge 10 ] || fail "expected every open to fail: $out"
+	# pid 1 is not even readable: the front door's binary is out of reach
+	assert_eq "$(sed -n 3p <<<"$out")" "errno=EACCES" "open-read /proc/1/exe"
+	# control: the probe's method works where nothing stops it
+	esc_host_sleeper "esc-exe-$RANDOM" 30
+	assert_eq "$("$PROBE" open-read "/proc/$ESC_HOST_PID/exe")" ok "control: a host process's exe"
+}
+
+# CVE-2024-21626 (runc): a descriptor of the host (a cgroup directory) leaked into the
+# container, and /proc/self/fd/N led back to the host's filesystem (even as the working
+# directory). The front door here starts with three extra descriptors: a host directory
+# (/etc), the canary open for appending, and the canary's directory. Inside, only 0, 1 and 2
+# exist, nothing reaches them, and a working directory through /proc/self/fd/N is refused.
+escape_case_fs_leaked_fds() {
+	esc_probe
+	esc_canary
+	local out rc
+	exec 7</etc 8>>"$ESC_CANARY" 9<"$ESC_C"
+	out=$(cr -c './probe ls-fds; ./probe openat 7 passwd; ./probe openat 9 canary; ./probe openat 8 .;
+		./probe open-read /proc/self/fd/7/passwd; ./probe open-write /proc/self/fd/9/canary;
+		./probe open-write /proc/self/fd/8; ls /proc/self/fd/7/ /proc/self/fd/9/;
+		cat /proc/self/fd/9/canary; echo pwn >&8; echo pwn >> /proc/self/fd/8;
+		ls -l /proc/1/fd/ /proc/self/fd/' 2>&1)
+	assert_eq "$(head -1 <<<"$out")" "0 1 2" "the sandbox's descriptors ($out)"
+	assert_eq "$(esc_nerr "$out")" 6 "probe calls through the leaked descriptors: $out"
+	assert_not_contains "$out" "$ESC_SECRET"
+	assert_not_contains "$out" "passwd"$'\n'
+	assert_not_contains "$out" "$ESC_C"
+	assert_canary_unchanged
+	# the runc exploit's form: the working directory through a leaked descriptor
+	out=$(cr -C /proc/self/fd/7 -- ./probe ls-fds 2>&1)
+	rc=$?
+	assert_eq $rc 125 "a working directory through /proc/self/fd/7 ($out)"
+	assert_contains "$out" "outside the workspace"
+	[ ! -e "$ESC_C/new" ] || fail "something was created in the canary directory"
+	# control: the host process holding the descriptors does reach through them
+	assert_eq "$("$PROBE" openat 7 passwd)" ok "control: openat through fd 7 on the host"
+	assert_contains "$(ls /proc/self/fd/9/)" canary
+	exec 7<&- 8>&- 9<&-
+}
+
+# Paths corral mounts over (protected paths: read-only inside the writable workspace) that
+# are symlinks leading out of the workspace: a read-only bind of the link's target would show
+# it, and a bind that follows would protect the wrong file. corral must refuse (naming the
+# path) or mount without following; either way the command's write never reaches the host.
+escape_case_fs_symlinked_protected_paths() {
+	esc_canary
+	local out rc p target
+	mkdir -p "$WS/.git" "$ESC_C/fake-git/hooks" "$ESC_C/dir"
+	echo "$ESC_SECRET" >"$ESC_C/fake-git/config"
+	chmod -R a+rwX "$ESC_C"
+	local hooks_h cfg_h
+	cfg_h=$(esc_hash "$ESC_C/fake-git/config")
+	for p in ".git/hooks:$ESC_C/dir" ".mcp.json:$ESC_CANARY" ".bashrc:$ESC_CANARY" \
+		".git/config:$ESC_CANARY" ".vscode:$ESC_C/dir" ".envrc:$ESC_CANARY"; do
+		target=${p#*:}
+		p=${p%%:*}
+		ln -s "$target" "$WS/$p"
+		out=$(cr -c "cat '$p'; echo pwn >> '$p'; touch '$p/new'; touch ran" 2>&1)
+		rc=$?
+		if [ -e "$WS/ran" ]; then
+			rm -f "$WS/ran"
+		else
+			[ "$rc" = 125 ] || [ "$rc" = 126 ] || fail "$p -> $target: exit $rc without running: $out"
+			assert_contains "$out" "$p"
+		fi
+		assert_not_contains "$out" "$ESC_SECRET"
+		assert_canary_unchanged "through the symlinked protected path $p"
+		[ ! -e "$ESC_C/dir/new" ] || fail "a write through $p landed in the host directory"
+		rm -f "$WS/$p"
+	done
+	# the link one level up: .git itself leads out, to a directory with hooks/ and config
+	rmdir "$WS/.git"
+	ln -s "$ESC_C/fake-git" "$WS/.git"
+	out=$(cr -c 'cat .git/config; echo pwn >> .git/config; touch .git/hooks/pre-commit; touch ran' 2>&1)
+	assert_not_contains "$out" "$ESC_SECRET"
+	assert_eq "$(esc_hash "$ESC_C/fake-git/config")" "$cfg_h" "the host file behind .git/config"
+	[ ! -e "$ESC_C/fake-git/hooks/pre-commit" ] || fail "a hook was planted through the .git symlink"
+	# nothing corral made for the run (placeholders) is left behind in the host directory
+	assert_eq "$(ls -A "$ESC_C/dir")" "" "placeholders left in the link's target"
+}
+
+# CVE-2024-42472 class (flatpak): a sandboxed app replaced a directory that a later run bound
+# into the sandbox with a symlink, and the later run mounted the link's host target. Here a
+# first run plants links in its own workspace; the user's next run names those workspace
+# paths with --rw, --ro or --hide. corral must refuse with a clear error or mount without
+# following the link: the canary is neither read nor changed, nothing is created next to it.
+escape_case_fs_symlinked_bind_targets() {
+	esc_canary
+	local out rc spec flag path bad=()
+	cr -c "ln -s '$ESC_C' cache; ln -s '$ESC_CANARY' notes.txt; ln -s '$ESC_C' secrets;
+		ln -s ../../..$ESC_C rel" >/dev/null 2>&1
+	[ -L "$WS/cache" ] && [ -L "$WS/notes.txt" ] && [ -L "$WS/rel" ] || fail "the first run could not plant its links"
+	for spec in "--rw cache" "--ro cache" "--rw notes.txt" "--ro notes.txt" "--rw rel" \
+		"--rw $WS/cache" "--hide secrets"; do
+		flag=${spec%% *}
+		path=${spec#* }
+		out=$(cr "$flag" "$path" -c "cat cache/canary notes.txt rel/canary secrets/canary;
+			echo pwn >> cache/canary; echo pwn >> notes.txt; echo pwn >> rel/canary;
+			echo pwn >> secrets/canary; touch cache/new rel/new" 2>&1)
+		rc=$?
+		[[ $out != *"$ESC_SECRET"* ]] || bad+=("$spec: read the canary (exit $rc)")
+		if [ "$(esc_hash "$ESC_CANARY")" != "$ESC_CANARY_HASH" ]; then
+			bad+=("$spec: wrote the canary (exit $rc)")
+			echo "$ESC_SECRET" >"$ESC_CANARY" # reset it for the next form
+		fi
+		[ ! -e "$ESC_C/new" ] || bad+=("$spec: created a file next to the canary")
+		rm -f "$ESC_C/new"
+	done
+	[ ${#bad[@]} -eq 0 ] || fail "links planted by an earlier run were followed: $(printf '%s; ' "${bad[@]}")"
+	# control: named directly (not through the workspace), the same directory is the user's
+	# choice and is mounted
+	out=$(cr --ro "$ESC_C" -c "cat '$ESC_CANARY'" 2>&1)
+	assert_contains "$out" "$ESC_SECRET"
 }
 
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).

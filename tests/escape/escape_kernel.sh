@@ -1,4 +1,4 @@
-# Isolation battery, kernel surface group: the seccomp filter, capabilities, no_new_privs and
+# Escape battery, kernel surface group: the seccomp filter, capabilities, no_new_privs and
 # the terminal. Helpers: tests/escape/escape.sh.
 
 # Run `probe ARGS` in the sandbox and require errno=EXPECT. With CONTROL=1, also run it with
@@ -292,6 +292,123 @@ test_escape_cli_kernel_tiocsti_denied_under_pty() {
 		none=$(esc_tiocsti_run none)
 		assert_contains "$none" "sti=ok"
 		assert_not_contains "$none" "| host read: b''"
+	fi
+}
+
+# ---- history: core-dump helpers, the controlling terminal ---------------------------------
+
+# A crash inside must not hand a core to the host: no core file in the workspace or the
+# front door's directory, the host's core_pattern unchanged, and the core limit stays at most 1
+# inside even when the command raises it (ulimit -c unlimited). (A limit of 1 also keeps the
+# kernel from starting a piped core_pattern helper; 0 keeps only a file from being written.)
+# Control: on the host, the same crash with the limit raised does dump (where core_pattern is
+# a plain file name and the hard limit allows it).
+escape_case_kernel_core_dump_contained() {
+	esc_probe
+	local cp_h out lim m
+	m=$(esc_mark)
+	cp_h=$(cat /proc/sys/kernel/core_pattern)
+	# the crash in /tmp happens in a directory of its own (the host's, were /tmp not private)
+	esc_defer "rm -rf '/tmp/$m'"
+	out=$(cr -c "ulimit -c unlimited; ulimit -c; ./probe crash SEGV; ./probe crash ABRT;
+		mkdir /tmp/$m && cd /tmp/$m && \"\$OLDPWD/probe\" crash SEGV; ls /tmp/$m" 2>&1)
+	assert_contains "$out" "signal=SIGSEGV dumped=0"
+	assert_contains "$out" "signal=SIGABRT dumped=0"
+	assert_not_contains "$out" "dumped=1"
+	for lim in $(grep -o 'core=[a-z0-9]*' <<<"$out"); do
+		[ "${lim#core=}" = 0 ] || [ "${lim#core=}" = 1 ] || fail "the core limit inside is ${lim#core=}: $out"
+	done
+	assert_not_contains "$(grep '^unlimited$' <<<"$out")" unlimited
+	local cores
+	cores=$(find "$WS" "$PWD" "/tmp/$m" -maxdepth 1 -name 'core*' 2>/dev/null)
+	[ -z "$cores" ] || fail "core files on the host: $cores"
+	assert_eq "$(cat /proc/sys/kernel/core_pattern)" "$cp_h" "host core_pattern"
+	# control: the same crash on the host, in a directory of its own
+	if [[ $cp_h != "|"* && $cp_h != */* ]] && [ "$(ulimit -Hc)" = unlimited ]; then
+		mkdir "$WS/.ctl"
+		out=$(cd "$WS/.ctl" && ulimit -c unlimited && "$PROBE" crash SEGV)
+		assert_contains "$out" "dumped=1"
+		[ -n "$(find "$WS/.ctl" -name 'core*')" ] || fail "control: the host crash left no core file"
+		rm -rf "$WS/.ctl"
+	fi
+}
+
+# CVE-2017-5226 (bubblewrap): the sandboxed program shared the user's controlling terminal and
+# typed into it with TIOCSTI. The front door here runs in a session whose controlling terminal
+# is a pty (its stdin, stdout and stderr too), like a user's shell; the sandbox tries TIOCSTI
+# on /dev/tty and on its descriptors 0-2. Evidence: the host reads the pty's input queue after
+# the run and finds nothing. Control: the same program run on the host in that session does
+# type into the terminal (where the kernel still allows TIOCSTI).
+esc_ctty_run() { # FRONT-DOOR-ARGV... -> "out: ... | host read: b'...'"
+	python3 - "$@" <<'PY'
+import fcntl, os, pty, select, sys, termios, time, tty
+m, s = pty.openpty()
+tty.setraw(s)
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(s, fd)
+    os.close(m)
+    os.close(s)
+    os.execvp(sys.argv[1], sys.argv[1:])
+out = b""
+deadline = time.monotonic() + 40
+done = False
+while time.monotonic() < deadline:
+    r, _, _ = select.select([m], [], [], 0.05)
+    if r:
+        try:
+            out += os.read(m, 65536)
+        except OSError:
+            pass
+    if not done:
+        wpid, _ = os.waitpid(pid, os.WNOHANG)
+        done = wpid != 0
+    elif not r:
+        break
+os.set_blocking(s, False)
+got = b""
+try:
+    got = os.read(s, 100)
+except BlockingIOError:
+    pass
+print("out: " + out.decode(errors="replace").replace("\r", "").replace("\n", " ") + "| host read: " + repr(got))
+PY
+}
+
+escape_case_kernel_tiocsti_controlling_terminal() {
+	esc_probe
+	cat >"$WS/sti_ctty.py" <<'PY'
+import errno, fcntl, os, termios
+res = []
+try:
+    fd = os.open("/dev/tty", os.O_RDWR)
+    res.append("tty=ok")
+except OSError as e:
+    fd = None
+    res.append("tty=" + errno.errorcode[e.errno])
+for t in [0, 1, 2] + ([fd] if fd is not None else []):
+    try:
+        fcntl.ioctl(t, termios.TIOCSTI, b"I")
+        res.append("sti%d=ok" % t)
+    except OSError as e:
+        res.append("sti%d=%s" % (t, errno.errorcode[e.errno]))
+print(" ".join(res), flush=True)
+PY
+	local out door=()
+	[ "${CORRAL_VIA:-cli}" = mcp ] && door=(python3 "$TESTDIR/escape/via_mcp.py")
+	out=$(esc_ctty_run "${door[@]}" "$CORRAL" run -w "$WS" -c './probe tiocsti 0; ./probe tiocsti 1; ./probe tiocsti 2; /usr/bin/python3 sti_ctty.py')
+	assert_contains "$out" "| host read: b''"
+	assert_not_contains "$out" "=ok"
+	assert_contains "$out" "tty=ENXIO"
+	[ "$(esc_nerr "$out")" -eq 3 ] || fail "probe tiocsti on fds 0-2: $out"
+	# control: on the host, in the same kind of session, the program types into the terminal
+	if [ "$(cat /proc/sys/dev/tty/legacy_tiocsti 2>/dev/null || echo 1)" = 1 ]; then
+		out=$(cd "$WS" && esc_ctty_run python3 sti_ctty.py)
+		assert_contains "$out" "sti0=ok"
+		assert_not_contains "$out" "| host read: b''"
 	fi
 }
 

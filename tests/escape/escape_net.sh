@@ -1,4 +1,4 @@
-# Isolation battery, network group: no way out but the sandbox's own loopback.
+# Escape battery, network group: no way out but the sandbox's own loopback.
 # Helpers: tests/escape/escape.sh.
 
 escape_case_net_egress_tcp_blocked() {

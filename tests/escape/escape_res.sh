@@ -1,4 +1,4 @@
-# Isolation battery, resources group: limits hold, the host stays responsive, nothing is left.
+# Escape battery, resources group: limits hold, the host stays responsive, nothing is left.
 # Helpers: tests/escape/escape.sh.
 
 # Does `corral check` say cgroups are available to this user? Then a run must use them.
@@ -113,6 +113,34 @@ escape_case_res_fsize_limit() {
 	assert_eq "$(jget signal <<<"$out")" 25
 	sz=$(stat -c %s "$WS/big")
 	[ "$sz" -le $((1 << 20)) ] || fail "the file grew to $sz bytes past the 1M limit"
+}
+
+# A disk bomb: a file in the workspace stops at --fsize (SIGXFSZ, reported as limit fsize), a
+# fill of /tmp and /dev/shm stops at --tmpfs-size (ENOSPC), and the host's free space shrinks
+# by no more than the limit allows, though the command tried to write 256 MiB to each.
+# (--fsize bounds each file, not their sum: many files below it are not stopped.)
+escape_case_res_disk_bomb() {
+	esc_marked_probe
+	local before after out so w sz
+	esc_defer "rm -f '/tmp/$ESC_M.big' '/dev/shm/$ESC_M.big' '/tmp/$ESC_M.2'"
+	before=$(df -k --output=avail "$WS" | tail -1)
+	out=$(cr --json -t 30 --fsize 8M -- "./$ESC_M" write-file big 256)
+	assert_eq "$(jget limit <<<"$out")" fsize "$(jget stdout <<<"$out")"
+	assert_eq "$(jget signal <<<"$out")" 25
+	sz=$(stat -c %s "$WS/big")
+	[ "$sz" -le $((8 << 20)) ] || fail "the workspace file grew to $sz bytes past --fsize 8M"
+	out=$(cr --json -t 30 --tmpfs-size 16M -c "./$ESC_M write-file /tmp/$ESC_M.big 256;
+		./$ESC_M write-file /dev/shm/$ESC_M.big 256; ./$ESC_M write-file /tmp/$ESC_M.2 256")
+	so=$(jget stdout <<<"$out")
+	[ "$(grep -c 'errno=ENOSPC' <<<"$so")" -eq 3 ] || fail "expected ENOSPC three times: $so"
+	for w in $(sed -nE 's/^written=([0-9]+).*/\1/p' <<<"$so"); do
+		[ "$w" -le $((17 << 20)) ] || fail "wrote $w bytes into a 16M tmpfs"
+	done
+	after=$(df -k --output=avail "$WS" | tail -1)
+	# the 8 MiB file is on the host's disk; allow 24 MiB more for the shared machine's noise
+	[ $((before - after)) -lt $((32 * 1024)) ] || fail "the host lost $((before - after)) KiB of free space"
+	[ ! -e "/tmp/$ESC_M.big" ] && [ ! -e "/dev/shm/$ESC_M.big" ] || fail "the fill landed on the host"
+	assert_no_survivor "$ESC_M"
 }
 
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).

@@ -1,4 +1,4 @@
-# Isolation battery, supervisor group: the supervisor outlives and outranks its sandbox, and
+# Escape battery, supervisor group: the supervisor outlives and outranks its sandbox, and
 # nothing of the sandbox outlives the supervisor. Helpers: tests/escape/escape.sh.
 
 # SIGKILL of a front door mid-run (no chance to clean up): the sandbox dies with it. WHO: cli
@@ -8,7 +8,9 @@ esc_sigkill_front_door() { # WHO MARK [PREFIX...]; PREFIX e.g. "$NOLAYER" userns
 	local who=$1 m=$2 bg srv="" victim i
 	shift 2
 	cp /bin/sleep "$WS/$m"
-	local cmd="./$m 1000 & ./$m 1001 & (setsid ./$m 1002 &); exec ./$m 1003"
+	# $TMPDIR: without a mount namespace the private /tmp is a host directory, which a killed
+	# supervisor cannot remove (a known leak, removed here by its exact name)
+	local cmd="echo \"\$TMPDIR\" > .tmpdir; ./$m 1000 & ./$m 1001 & (setsid ./$m 1002 &); exec ./$m 1003"
 	if [ "$who" = cli ]; then
 		"$@" "$CORRAL" run -w "$WS" ${ESC_ARGS:-} -- sh -c "$cmd" >/dev/null 2>&1 &
 		bg=$!
@@ -23,6 +25,7 @@ esc_sigkill_front_door() { # WHO MARK [PREFIX...]; PREFIX e.g. "$NOLAYER" userns
 		[ "$who" = server ] && victim=$srv
 	fi
 	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 100') $bg $srv"
+	esc_defer "t=\$(cat '$WS/.tmpdir'); [[ \$t =~ ^/tmp/corral-tmp-[A-Za-z0-9]{6}\$ ]] && rm -rf \"\$t\""
 	for i in $(seq 1 100); do
 		[ "$(pgrep -fc -- "^\./$m 100")" -ge 4 ] && break
 		sleep 0.05
@@ -109,7 +112,7 @@ SH
 	assert_eq "$lim_now" "$limits_before" "the supervisor's open-files limit was changed from inside"
 	local so
 	so=$(jget stdout <"$out") || fail "no JSON result from the supervisor: $(cat "$out.err")"
-	assert_eq "$(jget exit_code <"$out")" 0 "the sandbox's exit status as reported"
+	assert_eq "$(jget exit_code <"$out")" 0 "the sandbox's exit status as reported (signal $(jget signal <"$out"), limit $(jget limit <"$out"), error $(jget error <"$out"), stdout $(jget stdout <"$out" | tr '\n' ' '))"
 	# every attack line failed (the last line is the sleep's ok)
 	local bad
 	bad=$(head -n -1 <<<"$so" | grep -v '^errno=' || true)
@@ -135,6 +138,80 @@ escape_case_sup_sandbox_cannot_signal_host_process() {
 	# control: without isolation the same kill works
 	assert_eq "$(cr --mode none -- ./probe kill "$ESC_HOST_PID" 9)" ok "control kill"
 	esc_wait_pid "$ESC_HOST_PID" 20 || fail "control: the host process survived SIGKILL"
+}
+
+# An output flood: 256 MiB on stdout in one endless line with invalid UTF-8, and on stderr in
+# short lines. The supervisor keeps --max-output per stream (head and tail), reports the true
+# byte counts, its JSON stays valid and small, and it finishes promptly.
+escape_case_sup_output_flood() {
+	local out start end len
+	start=$(date +%s%N)
+	out=$(cr --json -t 60 --max-output 64k -c 'head -c 268435456 /dev/zero | tr "\0" "\377" &
+		yes flood | head -c 268435456 >&2; wait')
+	end=$(date +%s%N)
+	len=${#out}
+	[ "$len" -lt $((512 * 1024)) ] || fail "the JSON result is $len bytes with --max-output 64k"
+	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
+	assert_eq "$(jget stdout_bytes <<<"$out")" 268435456
+	assert_eq "$(jget stderr_bytes <<<"$out")" 268435456
+	assert_eq "$(jget stdout_truncated <<<"$out")" true
+	assert_eq "$(jget stderr_truncated <<<"$out")" true
+	[ $(((end - start) / 1000000)) -lt 30000 ] || fail "the flood took $(((end - start) / 1000000)) ms"
+}
+
+# The sandbox's pid 1 is corral's init: the command cannot kill or stop it (it is the init of
+# the command's pid namespace), so the run goes on and is reported. (Safety: the signals go to
+# pid 1 only when it is corral-init, never to a host's init.)
+escape_case_sup_sandbox_cannot_kill_its_init() {
+	esc_probe
+	local out so
+	out=$(cr --json -t 20 -c 'if [ "$(cat /proc/1/comm)" != corral-init ]; then echo not-our-init; exit 0; fi
+		./probe kill 1 9; ./probe kill 1 15; ./probe kill 1 19; ./probe kill 1 2; sleep 0.3;
+		grep State /proc/1/status; echo alive')
+	so=$(jget stdout <<<"$out")
+	assert_not_contains "$so" not-our-init
+	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
+	assert_contains "$so" alive
+	assert_not_contains "$so" stopped
+	assert_eq "$(jget timed_out <<<"$out")" false
+}
+
+# MCP only: two calls run at once on one server. Each is its own sandbox: the second sees
+# neither the first's processes, nor its /tmp, nor its descriptors, and both are answered.
+test_escape_mcp_sup_concurrent_calls_isolated() {
+	esc_probe
+	local m out
+	m=$(esc_mark)
+	cp /bin/sleep "$WS/$m"
+	out=$(python3 - "$TESTDIR/escape" "$CORRAL" "$WS" "$m" <<'PY'
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import via_mcp
+corral, ws, m = sys.argv[2:5]
+srv = via_mcp.Server([corral, "mcp", "-w", ws, "-t", "30"])
+srv.send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+          "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+assert srv.wait_response(1, time.monotonic() + 10)
+srv.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_command",
+          "arguments": {"command": "echo first-%s > /tmp/first; exec ./%s 3" % (m, m)}}})
+time.sleep(0.5)
+srv.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "run_command",
+          "arguments": {"command": "./probe ls-fds; ./probe ls-pids; cat /tmp/first; ps -eo args"}}})
+second = srv.wait_response(3, time.monotonic() + 20)
+first = srv.wait_response(2, time.monotonic() + 20)
+srv.finish()
+s = second["result"]["structuredContent"]
+f = first["result"]["structuredContent"]
+print("second-stdout: " + s["stdout"].replace("\n", " | "))
+print("second-stderr: " + s["stderr"].replace("\n", " | "))
+print("first-exit: %s" % f["exit_code"])
+PY
+)
+	assert_contains "$out" "second-stdout: 0 1 2 | "
+	assert_not_contains "$out" "./$m"
+	assert_not_contains "$out" "first-$m"
+	assert_contains "$out" "first-exit: 0"
+	assert_no_survivor "$m"
 }
 
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).

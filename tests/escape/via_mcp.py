@@ -48,6 +48,23 @@ CALL_FLAG = {"-i": "stdin", "--stdin": "stdin", "--json": "json", "--quiet": "qu
 EXIT_FAILED, EXIT_NOEXEC, EXIT_NOTFOUND, EXIT_TIMEOUT = 125, 126, 127, 124
 
 
+def inherited_fds():
+    """The descriptors above 2 this process started with (read before it opens any)."""
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            try:
+                os.fstat(fd)  # the listing's own descriptor is closed by now
+                fds.append(fd)
+            except OSError:
+                pass
+    return tuple(fds)
+
+
+INHERITED = inherited_fds()
+
+
 def die(msg, code=EXIT_FAILED):
     sys.stderr.write("via_mcp: %s\n" % msg)
     sys.exit(code)
@@ -117,8 +134,10 @@ class Server:
 
     def __init__(self, argv):
         self.transcript = os.environ.get("VIA_MCP_TRANSCRIPT")
+        # Like `corral run` started from the same shell, the server inherits the descriptors
+        # the driver was given beyond 0, 1 and 2 (the leaked-descriptor cases need them there).
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, bufsize=0)
+                                     stderr=subprocess.PIPE, bufsize=0, pass_fds=INHERITED)
         pidfile = os.environ.get("VIA_MCP_PIDFILE")
         if pidfile:
             with open(pidfile + ".tmp", "w") as f:

@@ -33,11 +33,11 @@
 typedef unsigned __int128 u128;
 
 struct decimal {
-	bool ok;      /* the number has the accepted shape */
+	bool ok; /* the number has the accepted shape */
 	const char *unit;
-	u128 mant;    /* all digits as one integer (leading zeros dropped) */
+	u128 mant;     /* all digits as one integer (leading zeros dropped) */
 	unsigned frac; /* digits after the point */
-	bool exact;   /* mant fits (at most 36 significant digits) */
+	bool exact;    /* mant fits (at most 36 significant digits) */
 };
 
 static struct decimal read_decimal(const char *s)
@@ -115,10 +115,12 @@ static void check_size(const char *s)
 		const char *suffix;
 		uint64_t mult;
 	} units[] = {
+	    /* clang-format off */
 		{"", 1},           {"b", 1},           {"k", 1ULL << 10}, {"kb", 1ULL << 10},
 		{"kib", 1ULL << 10}, {"m", 1ULL << 20}, {"mb", 1ULL << 20}, {"mib", 1ULL << 20},
 		{"g", 1ULL << 30}, {"gb", 1ULL << 30}, {"gib", 1ULL << 30}, {"t", 1ULL << 40},
 		{"tb", 1ULL << 40}, {"tib", 1ULL << 40},
+	    /* clang-format on */
 	};
 	uint64_t out = 0xdeadbeef;
 	const char *why = NULL;
@@ -197,10 +199,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_duration(s);
 
 	/* the maxima the CLI and MCP server pass, and the extremes */
+	/* clang-format off */
 	static const uint64_t maxima[] = {
 		0, 1, 9, 10, 4096, 1u << 22, 1u << 24, 1u << 30, 366ULL * 86400,
 		UINT64_MAX / 10, UINT64_MAX / 10 + 1, UINT64_MAX - 10, UINT64_MAX - 1, UINT64_MAX,
 	};
+	/* clang-format on */
 	for (size_t i = 0; i < sizeof(maxima) / sizeof(maxima[0]); i++)
 		check_count(s, maxima[i]);
 	size_t sl = strlen(s);

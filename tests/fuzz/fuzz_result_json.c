@@ -20,10 +20,10 @@
 #include <jansson.h>
 #include <stdio.h>
 
-static const char *const layer_names[] = {"userns",   "mountns", "pidns",    "netns",
-                                          "ipcns",    "utsns",   "cgroupns", "landlock",
-                                          "seccomp",  "caps",    "cgroup",   "rlimits"};
-static const char *const kinds[] = {"fs_read", "fs_write", "exec",  "network",
+static const char *const layer_names[] = {"userns",  "mountns", "pidns",    "netns",
+                                          "ipcns",   "utsns",   "cgroupns", "landlock",
+                                          "seccomp", "caps",    "cgroup",   "rlimits"};
+static const char *const kinds[] = {"fs_read", "fs_write", "exec",    "network",
                                     "syscall", "limit",    "timeout", "policy"};
 static const char *const steps[] = {"", "mount", "landlock", "exec", "seccomp", "config"};
 static const char *const modes[] = {NULL, "required", "auto", "none"};
@@ -153,7 +153,8 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 	check_bool(json_object_get(o, "timed_out"), res->timed_out);
 	json_t *lim = json_object_get(o, "limit");
 	const char *ln = corral_limit_hit_name(res->limit);
-	FZ_CHECK(ln ? json_is_string(lim) && !strcmp(json_string_value(lim), ln) : json_is_null(lim));
+	FZ_CHECK(ln ? json_is_string(lim) && !strcmp(json_string_value(lim), ln)
+	            : json_is_null(lim));
 	check_int(json_object_get(o, "duration_ms"), (long long)res->duration_ms);
 
 	check_text(json_object_get(o, "stdout"), res->stdout_buf, res->stdout_len);
@@ -271,7 +272,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (flags & 32) {
 		res->error.code = -1 - (int)(fz_u8(&f) % 10);
 		res->error.sys_errno = fz_u8(&f);
-		snprintf(res->error.step, sizeof(res->error.step), "%s", steps[fz_u8(&f) % N(steps)]);
+		snprintf(res->error.step, sizeof(res->error.step), "%s",
+		         steps[fz_u8(&f) % N(steps)]);
 		char *msg = fz_bytes(&f, sizeof(res->error.message) - 1, NULL);
 		memcpy(res->error.message, msg, strlen(msg) + 1);
 		free(msg);

@@ -11,10 +11,10 @@
 #include <string.h>
 
 /* Invariant violated: crash so that libFuzzer saves the input. */
-#define FZ_CHECK(cond)                                                                       \
-	do {                                                                                 \
-		if (!(cond))                                                                 \
-			__builtin_trap();                                                    \
+#define FZ_CHECK(cond)                                                                             \
+	do {                                                                                       \
+		if (!(cond))                                                                       \
+			__builtin_trap();                                                          \
 	} while (0)
 
 struct fz {

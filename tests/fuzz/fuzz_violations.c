@@ -9,10 +9,10 @@
  * 16-bit length.
  *
  * Invariants: no crash, leak or UB; corral_policy_query answers any target (the first line
- * of stderr) with 1, 0 and a JSON document, or EINVAL; at most 16 violations, one per (kind, object), each of a
- * documented kind with non-NULL strings; nothing inferred for mode none or a clean exit;
- * an inferred network denial only when the network is off; an inferred file or exec denial
- * only where corral_policy_query denies that operation on the reported object ("never claims
+ * of stderr) with 1, 0 and a JSON document, or EINVAL; at most 16 violations, one per (kind,
+ * object), each of a documented kind with non-NULL strings; nothing inferred for mode none or a
+ * clean exit; an inferred network denial only when the network is off; an inferred file or exec
+ * denial only where corral_policy_query denies that operation on the reported object ("never claims
  * a denial the policy does not explain"); and the result still encodes to strict UTF-8 JSON.
  *
  *   tests/fuzz/run.sh builds it; by hand (after building build-fuzz/libcorral.a, see
@@ -140,7 +140,7 @@ static char *fz_stream(struct fz *f, size_t *len)
 	return s;
 }
 
-static const char *const kinds[] = {"fs_read", "fs_write", "exec",  "network",
+static const char *const kinds[] = {"fs_read", "fs_write", "exec",    "network",
                                     "syscall", "limit",    "timeout", "policy"};
 
 /* corral_policy_query says op on target is denied */

@@ -29,8 +29,8 @@ def write(target, name, data):
 # byte 1 = read-size seed; then the client's byte stream.
 
 
-def rpc(cap=0, shift=10, init=False, seed=1):
-    return bytes([cap | shift << 2 | (0x40 if init else 0), seed])
+def rpc(cap=0, shift=10, init=False, seed=1, pad=False):
+    return bytes([cap | shift << 2 | (0x40 if init else 0) | (0x80 if pad else 0), seed])
 
 
 def lines(*msgs, end="\n"):
@@ -110,6 +110,9 @@ write("jsonrpc", "crlf-blank-noeol", rpc(shift=0, init=True) +
       b'{"jsonrpc":"2.0","id":2,"method":"ping"}')
 write("jsonrpc", "deep-nesting", rpc(cap=3, init=True) + b"[" * 1400 + b"\n" +
       b'{"jsonrpc":"2.0","id":1,"method":"echo","params":' + b"[" * 600 + b"]" * 600 + b"}\n")
+write("jsonrpc", "long-first-line", rpc(shift=15, pad=True, init=True, seed=0xff) + lines(
+    {"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"s": "x" * 200}},
+    {"jsonrpc": "2.0", "id": 2, "method": "ping"}))
 write("jsonrpc", "cancel-and-unicode", rpc(cap=2, shift=5, init=True) + lines(
     {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user"}},
     {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}},

@@ -14,7 +14,8 @@
 # timeout (-timeout=10 per input) or excess memory (-rss_limit_mb=2048). A failure prints
 # the reproducer's path; re-run it with build-fuzz/fuzz_<name> <path>.
 #
-# Environment: CC (default clang), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (make -j).
+# Environment: CC (a clang; default clang), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (make -j).
+# shellcheck disable=SC2086 # flag lists ($SAN, pkg-config output) are split on purpose
 set -u
 
 cd "$(dirname "$0")/../.." || exit 2
@@ -28,7 +29,7 @@ case $SECS in
 esac
 B=${FUZZ_BUILD:-build-fuzz}
 FCC=${CC:-clang}
-case $FCC in cc | gcc | */gcc) FCC=clang ;; esac # libFuzzer needs clang
+case $FCC in *clang*) ;; *) FCC=clang ;; esac # libFuzzer needs clang
 PKGS="libseccomp jansson sqlite3 nettle"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 
@@ -36,10 +37,10 @@ if ! command -v "$FCC" >/dev/null 2>&1; then
 	echo "fuzz: $FCC not found; install clang (and libclang-rt-dev for libFuzzer)" >&2
 	exit 2
 fi
-PKG_CFLAGS=$(pkg-config --cflags $PKGS) && PKG_LIBS=$(pkg-config --libs $PKGS) || {
+if ! PKG_CFLAGS=$(pkg-config --cflags $PKGS) || ! PKG_LIBS=$(pkg-config --libs $PKGS); then
 	echo "fuzz: pkg-config cannot find $PKGS; install their -dev packages" >&2
 	exit 2
-}
+fi
 
 echo "== building the instrumented library in $B/"
 make -s -j"${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}" BUILD="$B" CC="$FCC" \
@@ -76,7 +77,7 @@ for t in $TARGETS; do
 	# a scratch corpus: what libFuzzer adds stays out of the repository
 	work=$B/work/$t
 	rm -rf "$work"
-	mkdir -p "$work/corpus" "$work/artifacts"
+	mkdir -p "$work/corpus" "$work/artifacts" "$work/tmp"
 	if [ -d "tests/fuzz/corpus/$t" ]; then
 		cp tests/fuzz/corpus/"$t"/* "$work/corpus/" 2>/dev/null
 	fi
@@ -85,7 +86,11 @@ for t in $TARGETS; do
 	[ -f "tests/fuzz/$t.dict" ] && set -- "$@" -dict="tests/fuzz/$t.dict"
 
 	log=$work/log
-	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$bin" "$@" "$work/corpus" >"$log" 2>&1
+	# TMPDIR: scratch files of a target (fuzz_violations' workspace) stay in $work, also
+	# when a crash skips their cleanup
+	case $work in /*) tmp=$work/tmp ;; *) tmp=$(pwd)/$work/tmp ;; esac
+	TMPDIR=$tmp UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		"$bin" "$@" "$work/corpus" >"$log" 2>&1
 	rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | sed 's/cov: //')

@@ -9,7 +9,7 @@ mcp_py() {
 }
 
 test_mcp_initialize_version_negotiation() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 for asked, want in [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"),
                     ("2025-03-26", "2025-03-26"), ("2024-11-05", "2024-11-05"),
@@ -31,7 +31,7 @@ PY
 }
 
 test_mcp_request_before_initialize() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
 r = s.response(s.request("ping"))
@@ -52,7 +52,7 @@ PY
 }
 
 test_mcp_tools_list_schemas_by_version() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, shutil, mcp_client as M
 for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--allow-env", "MY_*"]))
@@ -103,7 +103,7 @@ PY
 test_mcp_structured_content_matches_result_schema() {
 	python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null ||
 		skip "python3 has no jsonschema module (apt-get install python3-jsonschema)"
-	DOCS="$DOCS" mcp_py <<'PY'
+	DOCS="$DOCS" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import json, os, mcp_client as M
 from jsonschema import Draft202012Validator
 full = Draft202012Validator(json.load(open(os.environ["DOCS"] + "/result.schema.json")))
@@ -125,7 +125,7 @@ PY
 
 test_mcp_run_command_results() {
 	mkdir -p "$WS/sub"
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 ws = os.environ["WS"]
 s = M.Server(M.corral_argv(["-w", ws, "-t", "20", "--allow-env", "MY_*", "--env", "FIXED=1"]))
@@ -190,7 +190,7 @@ PY
 
 # JSON text is UTF-8, paths and output are bytes: nothing may break a reply.
 test_mcp_non_utf8_paths_output_and_long_commands() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 ws = os.environ["WS"].encode() + b"/ws-\xff-dir"
 os.mkdir(ws)
@@ -212,7 +212,7 @@ PY
 }
 
 test_mcp_run_command_timeout_and_not_found() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, time, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "-t", "10", "--kill-after", "0.2"]))
 s.initialize()
@@ -239,7 +239,7 @@ PY
 }
 
 test_mcp_run_code_languages() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
 s.initialize()
@@ -281,7 +281,7 @@ PY
 }
 
 test_mcp_concurrent_calls_overlap_and_ids() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, time, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "4"]))
 s.initialize()
@@ -314,7 +314,7 @@ PY
 }
 
 test_mcp_slow_call_does_not_block_ping() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, time, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "1"]))
 s.initialize()
@@ -339,7 +339,7 @@ PY
 
 test_mcp_cancellation_kills_sandbox() {
 	local mark="corral-mcp-cancel-$RANDOM$RANDOM"
-	MARK=$mark mcp_py <<'PY'
+	MARK=$mark mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, subprocess, time, mcp_client as M
 mark = os.environ["MARK"]
 def alive(tag):
@@ -379,7 +379,7 @@ PY
 }
 
 test_mcp_progress_notifications() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
 s.initialize()
@@ -414,7 +414,7 @@ PY
 }
 
 test_mcp_protocol_errors_keep_serving() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, json, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
 s.initialize()
@@ -473,7 +473,7 @@ PY
 }
 
 test_mcp_oversized_message_rejected() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-message-bytes", "64k"]))
 s.initialize()
@@ -507,7 +507,7 @@ PY
 # A sandbox that cannot be started (here: the server is out of descriptors) is a tool result
 # with isError and the reason; the server keeps serving, leaks nothing, and recovers.
 test_mcp_spawn_failure_is_tool_error() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, resource, mcp_client as M
 def lower():
     resource.setrlimit(resource.RLIMIT_NOFILE, (24, 4096))
@@ -534,7 +534,7 @@ PY
 
 mcp_shutdown_case() { # how: eof|TERM|INT
 	local how=$1 mark="corral-mcp-$1-$RANDOM$RANDOM"
-	HOW=$how MARK=$mark mcp_py <<'PY'
+	HOW=$how MARK=$mark mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, signal, subprocess, time, mcp_client as M
 mark, how = os.environ["MARK"], os.environ["HOW"]
 def alive():
@@ -593,7 +593,7 @@ test_mcp_cli_usage() {
 test_mcp_profile_builtin_and_flags() {
 	mkdir -p "$WS/sub"
 	echo secret-content >"$WS/secret.txt"
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 ws = os.environ["WS"]
 def server(*extra):
@@ -656,7 +656,8 @@ PY
 }
 
 test_mcp_profile_file_and_bad_profiles() {
-	cat >"$WS/../mcp-profile-$$.json" <<'JSON'
+	mkdir -p "$WS/prof"
+	cat >"$WS/prof/mcp-profile.json" <<'JSON'
 {
   "description": "test profile",
   "limits": {"timeout": "7s"},
@@ -664,8 +665,8 @@ test_mcp_profile_file_and_bad_profiles() {
   "commands": {"deny": [{"match": "wget", "reason": "no downloads in this test"}]}
 }
 JSON
-	local prof="$WS/../mcp-profile-$$.json" out rc
-	PROF=$prof PYX_HOST=from-host mcp_py <<'PY'
+	local prof="$WS/prof/mcp-profile.json" out rc
+	PROF=$prof PYX_HOST=from-host mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 ws, prof = os.environ["WS"], os.environ["PROF"]
 s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--profile", prof]))
@@ -690,17 +691,16 @@ r = s.call("can_i", {"op": "exec", "target": "sh"})
 assert r["structuredContent"]["allowed"] is True, r
 assert s.close() == 0
 PY
-	[ $? = 0 ] || fail "the profile file session failed"
 	# a bad profile: exit 125 before serving, with the file, line and column
-	printf '{\n  "limits": {"timeout": "soon"}\n}\n' >"$WS/../bad-$$.json"
-	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/../bad-$$.json" </dev/null 2>&1 >/dev/null); rc=$?
+	printf '{\n  "limits": {"timeout": "soon"}\n}\n' >"$WS/prof/bad.json"
+	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/prof/bad.json" </dev/null 2>&1 >/dev/null); rc=$?
 	assert_eq $rc 125
-	assert_contains "$out" "bad-$$.json:2:"
+	assert_contains "$out" "bad.json:2:"
 	assert_not_contains "$out" "serving"
 	out=$("$CORRAL" mcp -w "$WS" --profile strcit </dev/null 2>&1 >/dev/null); rc=$?
 	assert_eq $rc 125
 	assert_contains "$out" "default, readonly, strict, network"
-	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/../no-such-$$.json" </dev/null 2>&1 >/dev/null); rc=$?
+	out=$("$CORRAL" mcp -w "$WS" --profile "$WS/prof/no-such.json" </dev/null 2>&1 >/dev/null); rc=$?
 	assert_eq $rc 125
 	assert_contains "$out" "no such file"
 	# flags are checked like corral run's
@@ -711,13 +711,12 @@ PY
 	out=$(printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"ping"}' |
 		MY_API_KEY=k "$CORRAL" mcp -w "$WS" --audit off --env MY_API_KEY 2>&1 >/dev/null)
 	assert_contains "$out" "--env MY_API_KEY is withheld by the deny rule"
-	rm -f "$WS/../mcp-profile-$$.json" "$WS/../bad-$$.json"
 }
 
 test_mcp_can_i() {
 	python3 -c 'from jsonschema import Draft202012Validator' 2>/dev/null ||
 		skip "python3 has no jsonschema module (apt-get install python3-jsonschema)"
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import json, os, time, mcp_client as M
 from jsonschema import Draft202012Validator
 ws = os.environ["WS"]
@@ -790,7 +789,7 @@ PY
 }
 
 test_mcp_env_argument_follows_the_policy() {
-	mcp_py <<'PY'
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
 ws = os.environ["WS"]
 # allow rules: --env NAME globs (which also pass the host's value) and --allow-env
@@ -829,9 +828,9 @@ PY
 # ---- audit ------------------------------------------------------------------------------
 
 test_mcp_audit_records_calls() {
-	local db="$WS/../mcp-audit-$$.db"
-	rm -f "$db"*
-	DB=$db MARK="corral-mcp-audit-$RANDOM$RANDOM" mcp_py <<'PY'
+	mkdir -p "$WS/store"
+	local db="$WS/store/mcp-audit.db"
+	DB=$db MARK="corral-mcp-audit-$RANDOM$RANDOM" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import json, os, subprocess, time, mcp_client as M
 ws, db, mark = os.environ["WS"], os.environ["DB"], os.environ["MARK"]
 def rows():
@@ -876,7 +875,7 @@ assert len({x["policy_hash"] for x in ex}) >= 2                 # a call's timeo
 v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify", "--json"], capture_output=True, text=True)
 assert v.returncode == 0 and json.loads(v.stdout)["ok"] is True, v.stdout
 # --audit off: nothing is written; without --audit, the default store is used
-state = os.path.realpath(ws + "/..") + "/mcp-state-%d" % os.getpid()
+state = os.path.realpath(ws) + "/state"
 env = dict(os.environ, XDG_STATE_HOME=state)
 s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]), env=env)
 s.initialize(); s.call("run_command", {"command": "true"}); s.close()
@@ -885,11 +884,7 @@ s = M.Server(M.corral_argv(["-w", ws]), env=env)
 s.initialize(); s.call("run_command", {"command": "true"}); s.close()
 assert os.path.exists(state + "/corral/audit.db"), state
 assert b"audit: " + (state + "/corral/audit.db").encode() in s.stderr_text, s.stderr_text
-subprocess.run(["rm", "-rf", state])
 PY
-	local rc=$?
-	rm -f "$db"*
-	[ $rc = 0 ] || fail "the audit session failed"
 }
 
 # The official TypeScript SDK client (tests/e2e, pinned by package-lock.json).
