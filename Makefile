@@ -76,6 +76,10 @@ check-asan:
 check-valgrind: $(BUILD)/corral
 	python3 tests/valgrind_mcp.py $(BUILD)/corral
 
+# Benchmarks against the peers (bench/deps.sh installs them once); not part of make check.
+bench: $(BUILD)/corral
+	CORRAL=$(abspath $(BUILD)/corral) bench/run.sh
+
 # libFuzzer targets (tests/fuzz/): clang with libFuzzer (libclang-rt-14-dev)
 fuzz:
 	tests/fuzz/run.sh 30
