@@ -225,6 +225,7 @@ test_audit_verify_catches_deletion() {
 	need_sqlite3
 	local db=$WS/audit.db
 	audit_tool "$db" bulk 6 >/dev/null || fail "bulk"
+	sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
 	cp "$db" "$WS/copy.db"
 	# a middle row
 	sqlite3 "$db" "DELETE FROM executions WHERE seq = 4"
