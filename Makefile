@@ -69,7 +69,7 @@ check: $(TEST_BINS)
 	BUILD=$(BUILD) tests/run.sh
 
 check-asan:
-	$(MAKE) BUILD=build-asan CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
+	CORRAL_SANITIZED=1 $(MAKE) BUILD=build-asan CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
 # corral mcp under valgrind memcheck, through a scripted session of every tool and error
 # path: zero errors, zero leaks (tests/valgrind_mcp.py explains its --mode none).

@@ -190,8 +190,16 @@ static int apply_profile(corral_config *cfg, const struct profile *p, struct cor
 		r = corral_config_add_path(cfg, CORRAL_PATH_WRITE, p->fs_write[i], err);
 	for (size_t i = 0; i < p->n_deny && r == 0; i++)
 		r = corral_config_add_path(cfg, CORRAL_PATH_DENY, p->fs_deny[i], err);
-	if (r == 0 && p->protected_set)
-		r = corral_config_set_protected(cfg, (const char *const *)p->protected_paths, err);
+	if (r == 0 && p->protected_set) {
+		/* the profile's list is counted, not NULL-terminated */
+		const char **list = calloc(p->n_protected + 1, sizeof(char *));
+		if (!list)
+			return oom(err);
+		for (size_t i = 0; i < p->n_protected; i++)
+			list[i] = p->protected_paths[i];
+		r = corral_config_set_protected(cfg, list, err);
+		free(list);
+	}
 	if (r < 0)
 		return r;
 	if (p->workspace_access)

@@ -84,6 +84,7 @@ if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv 
 	(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups \
 		env -i PATH=/usr/bin:/bin HOME=/tmp CORRAL_SECOND_PASS=1 BUILD="$P2/build" \
 		CORRAL_MUST_WORK="${CORRAL_MUST_WORK:-}" TESTS="${TESTS:-}" \
+		CORRAL_SANITIZED="${CORRAL_SANITIZED:-}" \
 		bash "$P2/tests/run.sh") | tee "$OUT" | grep -v '^[0-9]* passed'
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT" | tail -1)
 	if [ -z "$last" ]; then

@@ -203,7 +203,8 @@ print(ru.ru_maxrss)
 PY
 )
 	[ "$big" -lt $((small + 4096)) ] || fail "max RSS grew from ${small} KiB to ${big} KiB for 1 GiB of output"
-	[ "$big" -lt 32768 ] || fail "max RSS ${big} KiB for a 1 MiB cap"
+	# (a sanitizer build carries its shadow memory: only the flatness counts there)
+	[ -n "${CORRAL_SANITIZED:-}" ] || [ "$big" -lt 32768 ] || fail "max RSS ${big} KiB for a 1 MiB cap"
 }
 
 test_core_flood_does_not_deadlock_both_streams() {
