@@ -61,12 +61,24 @@ enum setup_step {
 };
 
 static const char *const step_names[STEP__COUNT] = {
-	[STEP_NONE] = "",           [STEP_CLONE] = "clone",       [STEP_USERNS] = "userns",
-	[STEP_CGROUP] = "cgroup",   [STEP_SYNC] = "sync",         [STEP_FDS] = "fds",
-	[STEP_SETSID] = "setsid",   [STEP_HOSTNAME] = "hostname", [STEP_MOUNT] = "mount",
-	[STEP_CWD] = "cwd",         [STEP_RLIMIT] = "rlimit",     [STEP_LOOPBACK] = "loopback",
-	[STEP_NNP] = "no_new_privs", [STEP_LANDLOCK] = "landlock", [STEP_CAPS] = "caps",
-	[STEP_SECCOMP] = "seccomp", [STEP_FORK] = "fork",         [STEP_EXEC] = "exec",
+    [STEP_NONE] = "",
+    [STEP_CLONE] = "clone",
+    [STEP_USERNS] = "userns",
+    [STEP_CGROUP] = "cgroup",
+    [STEP_SYNC] = "sync",
+    [STEP_FDS] = "fds",
+    [STEP_SETSID] = "setsid",
+    [STEP_HOSTNAME] = "hostname",
+    [STEP_MOUNT] = "mount",
+    [STEP_CWD] = "cwd",
+    [STEP_RLIMIT] = "rlimit",
+    [STEP_LOOPBACK] = "loopback",
+    [STEP_NNP] = "no_new_privs",
+    [STEP_LANDLOCK] = "landlock",
+    [STEP_CAPS] = "caps",
+    [STEP_SECCOMP] = "seccomp",
+    [STEP_FORK] = "fork",
+    [STEP_EXEC] = "exec",
 };
 
 const char *launch_step_name(int step)
@@ -82,8 +94,8 @@ enum { CFD_REPORT = 3, CFD_SYNC = 4, CFD_FIRST_FREE = 5 };
 
 static void child_report(int fd, int kind, int step, int err, int detail, int status)
 {
-	struct report r = {.kind = kind, .step = step, .err = err, .detail = detail,
-	                   .status = status};
+	struct report r = {
+	    .kind = kind, .step = step, .err = err, .detail = detail, .status = status};
 	ssize_t n;
 	do
 		n = write(fd, &r, sizeof(r));
@@ -94,8 +106,8 @@ static void child_report(int fd, int kind, int step, int err, int detail, int st
  * command) and exit. */
 static _Noreturn void fail_on(int fd, int step, int err, int detail, const char *path)
 {
-	struct report r = {.kind = REPORT_FAIL, .step = step, .err = err < 0 ? -err : err,
-	                   .detail = detail};
+	struct report r = {
+	    .kind = REPORT_FAIL, .step = step, .err = err < 0 ? -err : err, .detail = detail};
 	for (size_t i = 0; path && path[i] && i + 1 < sizeof(r.path); i++)
 		r.path[i] = path[i];
 	ssize_t n;
@@ -112,19 +124,48 @@ static _Noreturn void child_fail(int step, int err, int detail)
 
 /* Move the five descriptors the child needs to fixed numbers and close every other one: the
  * supervisor may hold pipes of other sandboxes, and an init that kept them would keep those
- * runs from ever seeing EOF. */
-static int child_fds(const struct launch *L)
+ * runs from ever seeing EOF.
+ *
+ * This runs on a copy of the supervisor's descriptor table under the supervisor's
+ * RLIMIT_NOFILE, and both may be tight (a server with many runs in flight, a low ulimit -n):
+ * so it needs no free descriptor number above the table's top. Everything but the five is
+ * closed first, which makes room; then each one is moved out of 0..4 (to CFD_FIRST_FREE or
+ * above) and into place. *report_fd follows the report pipe, so that a failure here still
+ * reaches the supervisor (CFD_REPORT is some other descriptor until the move is done). */
+static int child_fds(const struct launch *L, int *report_fd)
 {
 	int src[5] = {L->fd_in, L->fd_out, L->fd_err, L->fd_report, L->fd_sync};
 	int tmp[5];
+	*report_fd = L->fd_report;
+	/* close the gaps between the five (ascending; duplicates are harmless) */
+	int sorted[5];
+	memcpy(sorted, src, sizeof(sorted));
+	for (int i = 1; i < 5; i++)
+		for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
+			int t = sorted[k];
+			sorted[k] = sorted[k - 1];
+			sorted[k - 1] = t;
+		}
+	unsigned lo = 0;
 	for (int i = 0; i < 5; i++) {
-		tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 64);
+		if ((unsigned)sorted[i] > lo &&
+		    syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0) < 0)
+			return -errno;
+		if ((unsigned)sorted[i] + 1 > lo)
+			lo = (unsigned)sorted[i] + 1;
+	}
+	if (syscall(SYS_close_range, lo, ~0U, 0) < 0)
+		return -errno;
+	for (int i = 0; i < 5; i++) {
+		tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, CFD_FIRST_FREE);
 		if (tmp[i] < 0)
 			return -errno;
 	}
+	*report_fd = tmp[3];
 	for (int i = 0; i < 5; i++)
 		if (dup3(tmp[i], i, i >= 3 ? O_CLOEXEC : 0) < 0)
 			return -errno;
+	*report_fd = CFD_REPORT;
 	if (syscall(SYS_close_range, CFD_FIRST_FREE, ~0U, 0) < 0)
 		return -errno;
 	return 0;
@@ -334,8 +375,9 @@ static _Noreturn void child_main(const struct launch *L)
 	/* Without a pid namespace the kernel would not take the command down with the init:
 	 * there the init's death signal asks it to sweep its descendants first. */
 	prctl(PR_SET_PDEATHSIG, L->pidns ? SIGKILL : SIGUSR1);
-	if ((r = child_fds(L)) < 0)
-		child_fail(STEP_FDS, r, -1);
+	int report_fd;
+	if ((r = child_fds(L, &report_fd)) < 0)
+		fail_on(report_fd, STEP_FDS, r, -1, NULL);
 	/* Wait until the parent has written our uid/gid maps and put us into the cgroup:
 	 * mounts need the mapped ids, and limits must hold before anything runs. */
 	if (read(CFD_SYNC, &c, 1) != 1)
@@ -438,7 +480,8 @@ static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 	long pid = syscall(SYS_clone3, &args, sizeof(args));
 	if (pid < 0 && errno == ENOSYS && cgfd < 0) {
 		/* clone3 missing (or filtered): the old clone returns the pidfd the same way. */
-		pid = syscall(SYS_clone, (unsigned long)(flags | CLONE_PIDFD), NULL, pidfd, NULL, NULL);
+		pid = syscall(SYS_clone, (unsigned long)(flags | CLONE_PIDFD), NULL, pidfd, NULL,
+		              NULL);
 	}
 	if (pid == 0)
 		child_main(L);
@@ -513,8 +556,8 @@ static pid_t clone_blocked(struct launch *L, int *cgfd, int *pidfd, int *clone_e
 	return pid;
 }
 
-int launch_start(const struct corral_config *cfg, struct corral_result *res,
-                 struct launch_out *out, struct corral_error *err)
+int launch_start(const struct corral_config *cfg, struct corral_result *res, struct launch_out *out,
+                 struct corral_error *err)
 {
 	struct launch L;
 	memset(&L, 0, sizeof(L));
@@ -637,26 +680,29 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 	if (rep->step == STEP_EXEC) {
 		const char *prog = cfg->argv[0];
 		if (e == ENOENT)
-			return corral_set_error(err, CORRAL_ENOTFOUND, e, "exec",
-			                        "exec: %s: command not found in the sandbox (PATH is "
-			                        "searched inside it; the host's /home, /opt and other "
-			                        "paths outside the plan are not visible)",
-			                        prog);
+			return corral_set_error(
+			    err, CORRAL_ENOTFOUND, e, "exec",
+			    "exec: %s: command not found in the sandbox (PATH is "
+			    "searched inside it; the host's /home, /opt and other "
+			    "paths outside the plan are not visible)",
+			    prog);
 		return corral_set_error(err, CORRAL_ENOEXEC, e, "exec",
 		                        "exec: %s: %s (not executable in the sandbox)", prog,
 		                        strerror(e));
 	}
 	if (rep->step == STEP_MOUNT && e == EPERM && !strcmp(rep->path, "/proc"))
-		return corral_set_error(err, CORRAL_EUNAVAIL, e, "proc",
-		                        "proc: the kernel refuses a fresh /proc here: this host's /proc "
-		                        "has parts covered by other mounts (corral runs inside a "
-		                        "container or another sandbox); run corral outside it, or use "
-		                        "--mode auto to show the outer /proc read-only");
+		return corral_set_error(
+		    err, CORRAL_EUNAVAIL, e, "proc",
+		    "proc: the kernel refuses a fresh /proc here: this host's /proc "
+		    "has parts covered by other mounts (corral runs inside a "
+		    "container or another sandbox); run corral outside it, or use "
+		    "--mode auto to show the outer /proc read-only");
 	if (rep->step == STEP_MOUNT)
-		return corral_set_error(err, CORRAL_ESETUP, e, step,
-		                        "mount: cannot set up %.200s in the sandbox: %s; check that "
-		                        "the path is accessible to this user, or run 'corral check'",
-		                        rep->path, strerror(e));
+		return corral_set_error(
+		    err, CORRAL_ESETUP, e, step,
+		    "mount: cannot set up %.200s in the sandbox: %s; check that "
+		    "the path is accessible to this user, or run 'corral check'",
+		    rep->path, strerror(e));
 	if (rep->step == STEP_LANDLOCK)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
 		                        "landlock: cannot add the rule for %.200s: %s; run with "

@@ -180,10 +180,9 @@ static int setup_redaction(corral_proc *p)
 	if (r == 0 && vals) {
 		for (size_t i = 0; i < nw; i++)
 			vals[i] = withheld[i].value;
-		p->red = redactor_new(cfg->redact_mode == CORRAL_REDACT_FLAG ? REDACT_FLAG
-		                                                             : REDACT_REDACT,
-		                      vals, nw, (const char *const *)cfg->redact_strings,
-		                      cfg->n_redact_strings);
+		p->red = redactor_new(
+		    cfg->redact_mode == CORRAL_REDACT_FLAG ? REDACT_FLAG : REDACT_REDACT, vals, nw,
+		    (const char *const *)cfg->redact_strings, cfg->n_redact_strings);
 	}
 	free(vals);
 	env_entries_free_list(pass, np);
@@ -259,9 +258,10 @@ static void read_reports(corral_proc *p)
 			p->fail_rep = r;
 			p->got_fail = true;
 		} else if (r.kind == REPORT_NOTE && (r.detail & MOUNT_NOTE_OUTER_PROC)) {
-			result_add_layer(p->res, "pidns", 1,
-			                 "own pid space, but /proc is the outer one, read-only: a fresh "
-			                 "/proc cannot be mounted here (nested container)");
+			result_add_layer(
+			    p->res, "pidns", 1,
+			    "own pid space, but /proc is the outer one, read-only: a fresh "
+			    "/proc cannot be mounted here (nested container)");
 		} else if (r.kind == REPORT_EXEC_OK) {
 			p->cmd_pid = r.detail;
 		} else if (r.kind == REPORT_EXIT) {
@@ -371,9 +371,20 @@ static void classify(corral_proc *p)
 		res->exit_code = WEXITSTATUS(st);
 	} else if (st >= 0 && WIFSIGNALED(st)) {
 		res->signal = WTERMSIG(st);
+	} else if (!p->got_fail && WIFEXITED(p->init_status)) {
+		/* The init ended on its own without a report: a setup step failed before the
+		 * report pipe was usable. Not a signal, and never a silent success. */
+		res->exit_code = -1;
+		corral_set_error(
+		    &res->error, CORRAL_ESETUP, 0, "setup",
+		    "setup: the sandbox's init exited with status %d before it could "
+		    "report which step failed; run 'corral check' to see what this host "
+		    "supports",
+		    WEXITSTATUS(p->init_status));
 	} else {
-		/* The init was killed before it could report: everything died by SIGKILL. */
-		res->signal = SIGKILL;
+		/* The init was killed before it could report (by us: a cancel or a timeout, or
+		 * by the kernel): the signal it died of. */
+		res->signal = WIFSIGNALED(p->init_status) ? WTERMSIG(p->init_status) : SIGKILL;
 	}
 	if (p->got_fail) {
 		launch_report_error(&p->fail_rep, p->cfg, &res->error);
@@ -506,8 +517,8 @@ static void proc_free(corral_proc *p)
 {
 	if (!p)
 		return;
-	int *fds[] = {&p->lo.pidfd, &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd, &p->lo.report_fd,
-	              &p->timerfd, &p->epfd};
+	int *fds[] = {&p->lo.pidfd,     &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd,
+	              &p->lo.report_fd, &p->timerfd,   &p->epfd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -583,10 +594,11 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (p->epfd < 0 || p->timerfd < 0) {
-		r = corral_set_error(err, CORRAL_ESYS, errno, "spawn",
-		                     "spawn: cannot create the event loop: %s; raise the open-files "
-		                     "limit",
-		                     strerror(errno));
+		r = corral_set_error(
+		    err, CORRAL_ESYS, errno, "spawn",
+		    "spawn: cannot create the event loop: %s; raise the open-files "
+		    "limit",
+		    strerror(errno));
 		proc_free(p);
 		return r;
 	}
@@ -667,9 +679,10 @@ int corral_proc_cancel(corral_proc *p, uint64_t grace_ms, struct corral_error *e
 int corral_proc_result(corral_proc *p, struct corral_result **out, struct corral_error *err)
 {
 	if (!p->finished || p->result_taken)
-		return corral_set_error(err, CORRAL_ESTATE, 0, "result",
-		                        "result: the run has not finished, or its result was already "
-		                        "taken");
+		return corral_set_error(
+		    err, CORRAL_ESTATE, 0, "result",
+		    "result: the run has not finished, or its result was already "
+		    "taken");
 	p->result_taken = true;
 	*out = p->res;
 	return 0;

@@ -206,7 +206,8 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 		return invalid(m, JR_INVALID_REQUEST,
 		               "invalid request: jsonrpc is missing; every message needs "
 		               "\"jsonrpc\": \"2.0\"");
-	if (!json_is_string(ver) || strcmp(json_string_value(ver), "2.0"))
+	if (!json_is_string(ver) || json_string_length(ver) != 3 ||
+	    strcmp(json_string_value(ver), "2.0"))
 		return invalid(m, JR_INVALID_REQUEST,
 		               "invalid request: jsonrpc must be the string \"2.0\"");
 	if (!method)
