@@ -13,6 +13,7 @@
 struct decimal {
 	uint64_t ip;       /* integer part (at most 19 digits) */
 	uint64_t num, den; /* fraction = num / den, den = 10^k, k <= 18 (further digits dropped) */
+	bool nonzero;      /* any nonzero digit, also among the dropped ones */
 };
 
 static int parse_decimal(const char *s, struct decimal *d, const char **end)
@@ -22,25 +23,28 @@ static int parse_decimal(const char *s, struct decimal *d, const char **end)
 	d->ip = 0;
 	d->num = 0;
 	d->den = 1;
+	d->nonzero = false;
 	while (isdigit((unsigned char)*p)) {
+		d->nonzero |= *p != '0';
 		if (__builtin_mul_overflow(d->ip, 10, &d->ip) ||
 		    __builtin_add_overflow(d->ip, (uint64_t)(*p - '0'), &d->ip))
 			return -1;
 		p++;
-		digits++;
+		if (++digits > 30) /* no sensible value has more digits */
+			return -1;
 	}
 	if (*p == '.') {
 		p++;
 		int k = 0;
 		while (isdigit((unsigned char)*p)) {
+			d->nonzero |= *p != '0';
 			if (k < 18) {
 				d->num = d->num * 10 + (uint64_t)(*p - '0');
 				d->den *= 10;
 				k++;
 			}
 			p++;
-			digits++;
-			if (digits > 64)
+			if (++digits > 40)
 				return -1;
 		}
 	}
@@ -121,7 +125,7 @@ int parse_duration_ms(const char *s, uint64_t *out, const char **why)
 		return -1;
 	}
 	/* a nonzero duration below a millisecond would read as 0, "none": refuse it */
-	if (*out == 0 && (v.ip || v.num)) {
+	if (*out == 0 && v.nonzero) {
 		*why = "duration is below a millisecond; give at least 1ms (or 0 for none)";
 		return -1;
 	}
