@@ -26,6 +26,11 @@ void usage_audit(FILE *f);
 int print_explain(const corral_config *cfg, bool json);
 void usage_run(FILE *f);
 
+/* limits.c: one line "invalid value 'V' for FLAG: WHY" on stderr; returns 125. */
+int cli_bad_value(const char *flag, const char *value, const char *why);
+/* limits.c: parse and set --memory, --fsize, --tmpfs-size, --cpu, --pids or --nofile. */
+int cli_set_limit(corral_config *cfg, const char *flag, const char *arg);
+
 /* Print "corral: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

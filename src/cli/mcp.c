@@ -132,12 +132,6 @@ struct flags {
 	bool timeout_set, kill_after_set;
 };
 
-static int bad_value(const char *flag, const char *value, const char *why)
-{
-	cli_error("invalid value '%s' for %s: %s", value, flag, why);
-	return EXIT_CORRAL_FAILED;
-}
-
 static int add_allow(struct mcp_options *o, const char *pattern)
 {
 	char **g = realloc(o->allow_env, (o->n_allow_env + 1) * sizeof(*g));
@@ -158,8 +152,6 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 	struct corral_error err = {0};
 	const char *why = NULL;
 	uint64_t v = 0;
-	const char *flag = NULL;
-	enum corral_limit lim = CORRAL_LIMIT__COUNT;
 	switch (c) {
 	case 'w':
 		fl->workspace = arg;
@@ -168,12 +160,12 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		return 0; /* applied before every other option */
 	case 't':
 		if (parse_duration_ms(arg, &fl->timeout_ms, &why) < 0)
-			return bad_value("--timeout", arg, why);
+			return cli_bad_value("--timeout", arg, why);
 		fl->timeout_set = true;
 		return 0;
 	case OPT_KILL_AFTER:
 		if (parse_duration_ms(arg, &fl->kill_after_ms, &why) < 0)
-			return bad_value("--kill-after", arg, why);
+			return cli_bad_value("--kill-after", arg, why);
 		fl->kill_after_set = true;
 		return 0;
 	case OPT_RO:
@@ -184,7 +176,7 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		                           : c == OPT_RW ? CORRAL_PATH_WRITE
 		                                         : CORRAL_PATH_DENY,
 		                           arg, &err) < 0)
-			return bad_value(c == OPT_RO   ? "--ro"
+			return cli_bad_value(c == OPT_RO   ? "--ro"
 			                 : c == OPT_RW ? "--rw"
 			                               : "--hide",
 			                 arg, err.message);
@@ -197,49 +189,37 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		else if (!strcmp(arg, "off"))
 			corral_config_set_redaction(cfg, CORRAL_REDACT_OFF, &err);
 		else
-			return bad_value("--redact", arg, "expected redact, flag or off");
+			return cli_bad_value("--redact", arg, "expected redact, flag or off");
 		return 0;
 	case OPT_AUDIT:
 		if (!*arg)
-			return bad_value("--audit", arg, "expected a file path or off");
+			return cli_bad_value("--audit", arg, "expected a file path or off");
 		free(o->audit_path);
 		o->audit_path = NULL;
 		o->audit_off = !strcmp(arg, "off");
 		if (!o->audit_off && !(o->audit_path = strdup(arg)))
-			return bad_value("--audit", arg, "out of memory");
+			return cli_bad_value("--audit", arg, "out of memory");
 		return 0;
 	case OPT_AUDIT_OUTPUT:
 		o->audit_output = true;
 		return 0;
 	case OPT_MEMORY:
+		return cli_set_limit(cfg, "--memory", arg);
 	case OPT_FSIZE:
+		return cli_set_limit(cfg, "--fsize", arg);
 	case OPT_TMPFS:
-		flag = c == OPT_MEMORY ? "--memory" : c == OPT_FSIZE ? "--fsize" : "--tmpfs-size";
-		lim = c == OPT_MEMORY  ? CORRAL_LIMIT_MEMORY
-		      : c == OPT_FSIZE ? CORRAL_LIMIT_FSIZE
-		                       : CORRAL_LIMIT_TMPFS;
-		if (parse_size(arg, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--tmpfs-size", arg);
 	case OPT_CPU:
-		flag = "--cpu";
-		lim = CORRAL_LIMIT_CPU_S;
-		if (strcmp(arg, "0") && parse_count(arg, 366ULL * 86400, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--cpu", arg);
 	case OPT_PIDS:
+		return cli_set_limit(cfg, "--pids", arg);
 	case OPT_NOFILE:
-		flag = c == OPT_PIDS ? "--pids" : "--nofile";
-		lim = c == OPT_PIDS ? CORRAL_LIMIT_PIDS : CORRAL_LIMIT_NOFILE;
-		if ((c == OPT_NOFILE || strcmp(arg, "0")) &&
-		    parse_count(arg, 1u << 22, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--nofile", arg);
 	case OPT_MAX_OUTPUT:
 		if (parse_size(arg, &v, &why) < 0)
-			return bad_value("--max-output", arg, why);
+			return cli_bad_value("--max-output", arg, why);
 		if (corral_config_set_output_cap(cfg, (size_t)v, &err) < 0)
-			return bad_value("--max-output", arg, err.message);
+			return cli_bad_value("--max-output", arg, err.message);
 		return 0;
 	case OPT_ENV: {
 		const char *eq = strchr(arg, '=');
@@ -250,20 +230,20 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 			                                "out of memory");
 			free(name);
 			if (r < 0)
-				return bad_value("--env", arg, err.message);
+				return cli_bad_value("--env", arg, err.message);
 		} else if (corral_config_env_allow(cfg, arg, &err) < 0) {
 			/* passing a host variable is an allow rule: the deny globs still win */
-			return bad_value("--env", arg, err.message);
+			return cli_bad_value("--env", arg, err.message);
 		}
 		return 0;
 	}
 	case OPT_ALLOW_ENV:
 		if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 		                         "0123456789_*?[]!-") != strlen(arg))
-			return bad_value("--allow-env", arg,
+			return cli_bad_value("--allow-env", arg,
 			                 "expected a variable name or a glob such as 'MY_*'");
 		if (add_allow(o, arg) < 0)
-			return bad_value("--allow-env", arg, "out of memory");
+			return cli_bad_value("--allow-env", arg, "out of memory");
 		return 0;
 	case OPT_NET:
 		if (!strcmp(arg, "none"))
@@ -271,7 +251,7 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		else if (!strcmp(arg, "host"))
 			corral_config_set_net(cfg, CORRAL_NET_HOST, &err);
 		else
-			return bad_value("--net", arg, "expected none or host");
+			return cli_bad_value("--net", arg, "expected none or host");
 		return 0;
 	case OPT_MODE:
 		if (!strcmp(arg, "required"))
@@ -281,31 +261,28 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		else if (!strcmp(arg, "none"))
 			corral_config_set_mode(cfg, CORRAL_MODE_NONE, &err);
 		else
-			return bad_value("--mode", arg, "expected required, auto or none");
+			return cli_bad_value("--mode", arg, "expected required, auto or none");
 		return 0;
 	case OPT_MAX_CONCURRENT:
 		if (parse_count(arg, 4096, &v, &why) < 0)
-			return bad_value("--max-concurrent", arg, why);
+			return cli_bad_value("--max-concurrent", arg, why);
 		o->max_concurrent = (unsigned)v;
 		return 0;
 	case OPT_MAX_QUEUE:
 		if (strcmp(arg, "0") && parse_count(arg, 1u << 24, &v, &why) < 0)
-			return bad_value("--max-queue", arg, why);
+			return cli_bad_value("--max-queue", arg, why);
 		o->max_queue = (size_t)v;
 		return 0;
 	case OPT_MAX_MESSAGE:
 		if (parse_size(arg, &v, &why) < 0)
-			return bad_value("--max-message-bytes", arg, why);
+			return cli_bad_value("--max-message-bytes", arg, why);
 		if (v < 1024 || v > (1ULL << 30))
-			return bad_value("--max-message-bytes", arg, "must be between 1k and 1G");
+			return cli_bad_value("--max-message-bytes", arg, "must be between 1k and 1G");
 		o->max_message = (size_t)v;
 		return 0;
 	default:
 		return EXIT_CORRAL_FAILED;
 	}
-	if (corral_config_set_limit(cfg, lim, v, &err) < 0)
-		return bad_value(flag, arg, err.message);
-	return 0;
 }
 
 /* Warn about --env NAME that a deny rule withholds: the operator asked for it by name. */
@@ -406,7 +383,7 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 		return EXIT_CORRAL_FAILED;
 	}
 	if (corral_config_set_workspace(cfg, ws, &err) < 0)
-		return bad_value("--workspace", ws, err.message);
+		return cli_bad_value("--workspace", ws, err.message);
 	if (!(o->workspace = strdup(cfg->workspace))) {
 		cli_error("out of memory");
 		return EXIT_CORRAL_FAILED;

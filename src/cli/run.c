@@ -141,20 +141,12 @@ static void stream_out(void *ud, int stream, const char *buf, size_t len)
 	fflush(f);
 }
 
-static int bad_value(const char *flag, const char *value, const char *why)
-{
-	cli_error("invalid value '%s' for %s: %s", value, flag, why);
-	return EXIT_CORRAL_FAILED;
-}
-
 /* Apply one option to cfg/opts. Returns 0, or an exit code. */
 static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts *o,
                      struct corral_error *err)
 {
 	const char *why = NULL;
 	uint64_t v = 0;
-	const char *flag = NULL;
-	enum corral_limit lim = CORRAL_LIMIT__COUNT;
 	switch (c) {
 	case 'c':
 		o->shell = arg;
@@ -167,12 +159,12 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		return 0;
 	case 't':
 		if (parse_duration_ms(arg, &o->timeout_ms, &why) < 0)
-			return bad_value("--timeout", arg, why);
+			return cli_bad_value("--timeout", arg, why);
 		o->timeout_set = true;
 		return 0;
 	case OPT_KILL_AFTER:
 		if (parse_duration_ms(arg, &o->kill_after_ms, &why) < 0)
-			return bad_value("--kill-after", arg, why);
+			return cli_bad_value("--kill-after", arg, why);
 		o->kill_after_set = true;
 		return 0;
 	case OPT_PROFILE:
@@ -185,7 +177,7 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		                           : c == OPT_RW ? CORRAL_PATH_WRITE
 		                                         : CORRAL_PATH_DENY,
 		                           arg, err) < 0)
-			return bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
+			return cli_bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
 			                 err->message);
 		return 0;
 	case OPT_DRY_RUN:
@@ -208,38 +200,25 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		else if (!strcmp(arg, "off"))
 			corral_config_set_redaction(cfg, CORRAL_REDACT_OFF, err);
 		else
-			return bad_value("--redact", arg, "expected redact, flag or off");
+			return cli_bad_value("--redact", arg, "expected redact, flag or off");
 		return 0;
 	case OPT_MEMORY:
+		return cli_set_limit(cfg, "--memory", arg);
 	case OPT_FSIZE:
+		return cli_set_limit(cfg, "--fsize", arg);
 	case OPT_TMPFS:
-		flag = c == OPT_MEMORY ? "--memory" : c == OPT_FSIZE ? "--fsize" : "--tmpfs-size";
-		lim = c == OPT_MEMORY  ? CORRAL_LIMIT_MEMORY
-		      : c == OPT_FSIZE ? CORRAL_LIMIT_FSIZE
-		                       : CORRAL_LIMIT_TMPFS;
-		if (parse_size(arg, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--tmpfs-size", arg);
 	case OPT_CPU:
-		flag = "--cpu";
-		lim = CORRAL_LIMIT_CPU_S;
-		/* 0 means no limit */
-		if (strcmp(arg, "0") && parse_count(arg, 366ULL * 86400, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--cpu", arg);
 	case OPT_PIDS:
+		return cli_set_limit(cfg, "--pids", arg);
 	case OPT_NOFILE:
-		flag = c == OPT_PIDS ? "--pids" : "--nofile";
-		lim = c == OPT_PIDS ? CORRAL_LIMIT_PIDS : CORRAL_LIMIT_NOFILE;
-		if ((c == OPT_NOFILE || strcmp(arg, "0")) &&
-		    parse_count(arg, 1u << 22, &v, &why) < 0)
-			return bad_value(flag, arg, why);
-		break;
+		return cli_set_limit(cfg, "--nofile", arg);
 	case OPT_MAX_OUTPUT:
 		if (parse_size(arg, &v, &why) < 0)
-			return bad_value("--max-output", arg, why);
+			return cli_bad_value("--max-output", arg, why);
 		if (corral_config_set_output_cap(cfg, (size_t)v, err) < 0)
-			return bad_value("--max-output", arg, err->message);
+			return cli_bad_value("--max-output", arg, err->message);
 		return 0;
 	case OPT_ENV: {
 		const char *eq = strchr(arg, '=');
@@ -248,11 +227,11 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 			int r = name ? corral_config_setenv(cfg, name, eq + 1, err) : -1;
 			free(name);
 			if (r < 0)
-				return bad_value("--env", arg, err->message);
+				return cli_bad_value("--env", arg, err->message);
 		} else {
 			/* passing a host variable is an allow rule: the deny globs still win */
 			if (corral_config_env_allow(cfg, arg, err) < 0)
-				return bad_value("--env", arg, err->message);
+				return cli_bad_value("--env", arg, err->message);
 		}
 		return 0;
 	}
@@ -265,7 +244,7 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		else if (!strcmp(arg, "host"))
 			corral_config_set_net(cfg, CORRAL_NET_HOST, err);
 		else
-			return bad_value("--net", arg, "expected none or host");
+			return cli_bad_value("--net", arg, "expected none or host");
 		return 0;
 	case OPT_MODE:
 		if (!strcmp(arg, "required"))
@@ -275,7 +254,7 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		else if (!strcmp(arg, "none"))
 			corral_config_set_mode(cfg, CORRAL_MODE_NONE, err);
 		else
-			return bad_value("--mode", arg, "expected required, auto or none");
+			return cli_bad_value("--mode", arg, "expected required, auto or none");
 		return 0;
 	case OPT_JSON:
 		o->json = true;
@@ -283,9 +262,6 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	default:
 		return EXIT_CORRAL_FAILED;
 	}
-	if (corral_config_set_limit(cfg, lim, v, err) < 0)
-		return bad_value(flag, arg, err->message);
-	return 0;
 }
 
 static bool cancelled_by_signal;
