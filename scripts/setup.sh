@@ -51,12 +51,17 @@ if ! installed build-essential; then
 fi
 WANT+=(pkg-config libseccomp-dev libjansson-dev libsqlite3-dev nettle-dev)
 # Tests: JSON schema validation, pgrep, setpriv (the unprivileged pass), ip, the ASan build.
-WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev sqlite3 valgrind nodejs npm man-db)
+WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev sqlite3 valgrind man-db)
 
 MISSING=()
 for p in "${WANT[@]}"; do
 	installed "$p" || MISSING+=("$p")
 done
+# Node.js and npm (the end-to-end test with the official MCP SDK) are wanted as commands: a
+# host with Node.js from elsewhere (NodeSource's nodejs package bundles npm and conflicts
+# with Debian's npm) keeps its own, and Debian's packages fill in only what is missing.
+command -v node >/dev/null 2>&1 || installed nodejs || MISSING+=(nodejs)
+command -v npm >/dev/null 2>&1 || installed npm || MISSING+=(npm)
 
 if [ ${#MISSING[@]} -eq 0 ]; then
 	say "all build and test dependencies are installed"
