@@ -58,12 +58,17 @@ $(BUILD)/tests/nolayer: tests/nolayer.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LDLIBS)
 
+$(BUILD)/tests/session_tool: tests/session_tool.c $(BUILD)/libcorral.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
+
 $(BUILD)/tests/audit_tool: tests/audit_tool.c $(BUILD)/libcorral.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcorral.a $(LDLIBS)
 
 TEST_BINS := $(BUILD)/corral $(BUILD)/tests/unit_tests $(BUILD)/tests/lib_tests \
-	$(BUILD)/tests/probe $(BUILD)/tests/nolayer $(BUILD)/tests/audit_tool
+	$(BUILD)/tests/probe $(BUILD)/tests/nolayer $(BUILD)/tests/audit_tool \
+	$(BUILD)/tests/session_tool
 
 check: $(TEST_BINS)
 	BUILD=$(BUILD) tests/run.sh

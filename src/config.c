@@ -19,6 +19,7 @@ corral_config *corral_config_new(void)
 	cfg->kill_after_ms = 2000;
 	cfg->output_cap = 1u << 20;
 	cfg->stdin_fd = -1;
+	cfg->stdout_fd = cfg->stderr_fd = cfg->cmd_fd3 = -1;
 	cfg->mode = CORRAL_MODE_REQUIRED;
 	cfg->net = CORRAL_NET_NONE;
 	cfg->limits[CORRAL_LIMIT_NOFILE] = 1024;
@@ -144,8 +145,7 @@ static int policy_fields_dup(corral_config *d, const corral_config *src)
 	    (src->n_write && !d->fs_write) || (src->n_deny && !d->fs_deny) ||
 	    (src->n_protected && !d->protected_paths) || (src->n_env_allow && !d->env_allow) ||
 	    (src->n_env_deny && !d->env_deny) || (src->n_cmd_allow && !d->cmd_allow) ||
-	    (src->n_redact_strings && !d->redact_strings) ||
-	    (src->n_cmd_deny && !d->cmd_deny)) {
+	    (src->n_redact_strings && !d->redact_strings) || (src->n_cmd_deny && !d->cmd_deny)) {
 		/* leave d freeable: count only what was copied */
 		if (!d->fs_read)
 			d->n_read = 0;
@@ -199,7 +199,8 @@ int corral_config_set_argv(corral_config *cfg, const char *const *argv, struct c
 		                        n, bytes, MAX_ARGS, MAX_ARG_BYTES);
 	char **v = strv_dup(argv);
 	if (!v)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config", "config: out of memory");
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config",
+		                        "config: out of memory");
 	strv_free(cfg->argv);
 	free(cfg->shell);
 	cfg->shell = NULL;
@@ -210,8 +211,9 @@ int corral_config_set_argv(corral_config *cfg, const char *const *argv, struct c
 int corral_config_set_shell(corral_config *cfg, const char *command, struct corral_error *err)
 {
 	if (!command || !*command)
-		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
-		                        "config: the shell command is empty; give a command string");
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "config",
+		    "config: the shell command is empty; give a command string");
 	if (strlen(command) > MAX_ARG_BYTES)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "config",
 		                        "config: the shell command is longer than %u bytes",
@@ -222,7 +224,8 @@ int corral_config_set_shell(corral_config *cfg, const char *command, struct corr
 		return r;
 	cfg->shell = strdup(command);
 	if (!cfg->shell)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config", "config: out of memory");
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "config",
+		                        "config: out of memory");
 	return 0;
 }
 
@@ -235,10 +238,11 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 		                        "workspace: empty path; give an existing directory");
 	char *real = realpath(dir, NULL);
 	if (!real)
-		return corral_set_error(err, CORRAL_EINVAL, errno, "workspace",
-		                        "workspace: %s: %s; create it or pass an existing directory "
-		                        "with --workspace",
-		                        dir, strerror(errno));
+		return corral_set_error(
+		    err, CORRAL_EINVAL, errno, "workspace",
+		    "workspace: %s: %s; create it or pass an existing directory "
+		    "with --workspace",
+		    dir, strerror(errno));
 	struct stat st;
 	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		free(real);
@@ -281,13 +285,14 @@ int corral_config_set_cwd(corral_config *cfg, const char *dir, struct corral_err
 	free(joined);
 	if (!real)
 		return corral_set_error(err, CORRAL_EINVAL, saved, "cwd",
-		                        "cwd: %s: %s; give a directory inside the workspace %s", dir,
-		                        strerror(saved), cfg->workspace);
+		                        "cwd: %s: %s; give a directory inside the workspace %s",
+		                        dir, strerror(saved), cfg->workspace);
 	if (!path_inside(real, cfg->workspace)) {
-		corral_set_error(err, CORRAL_EINVAL, 0, "cwd",
-		                 "cwd: %s resolves to %s, outside the workspace %s; give a directory "
-		                 "inside it",
-		                 dir, real, cfg->workspace);
+		corral_set_error(
+		    err, CORRAL_EINVAL, 0, "cwd",
+		    "cwd: %s resolves to %s, outside the workspace %s; give a directory "
+		    "inside it",
+		    dir, real, cfg->workspace);
 		free(real);
 		return CORRAL_EINVAL;
 	}
@@ -300,13 +305,14 @@ int corral_config_setenv(corral_config *cfg, const char *name, const char *value
                          struct corral_error *err)
 {
 	if (!env_name_valid(name))
-		return corral_set_error(err, CORRAL_EINVAL, 0, "env",
-		                        "env: '%s' is not a valid variable name (letters, digits and "
-		                        "_; not starting with a digit)",
-		                        name ? name : "");
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "env",
+		    "env: '%s' is not a valid variable name (letters, digits and "
+		    "_; not starting with a digit)",
+		    name ? name : "");
 	if (value && strlen(value) > MAX_ARG_BYTES)
-		return corral_set_error(err, CORRAL_EINVAL, 0, "env", "env: value of %s is too long",
-		                        name);
+		return corral_set_error(err, CORRAL_EINVAL, 0, "env",
+		                        "env: value of %s is too long", name);
 	struct env_entry *grown = realloc(cfg->env, (cfg->n_env + 1) * sizeof(*grown));
 	if (!grown)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "env: out of memory");
@@ -330,22 +336,22 @@ int corral_config_set_limit(corral_config *cfg, enum corral_limit which, uint64_
 		const char *name;
 		uint64_t min, max;
 	} bounds[CORRAL_LIMIT__COUNT] = {
-		[CORRAL_LIMIT_CPU_S] = {"cpu", 1, 366ULL * 86400},
-		[CORRAL_LIMIT_MEMORY] = {"memory", 1u << 20, 1ULL << 50},
-		[CORRAL_LIMIT_PIDS] = {"pids", 1, 4194304},
-		[CORRAL_LIMIT_NOFILE] = {"nofile", 16, 1u << 20},
-		[CORRAL_LIMIT_FSIZE] = {"fsize", 1, 1ULL << 60},
-		[CORRAL_LIMIT_TMPFS] = {"tmpfs", 1u << 20, 1ULL << 50},
+	    [CORRAL_LIMIT_CPU_S] = {"cpu", 1, 366ULL * 86400},
+	    [CORRAL_LIMIT_MEMORY] = {"memory", 1u << 20, 1ULL << 50},
+	    [CORRAL_LIMIT_PIDS] = {"pids", 1, 4194304},
+	    [CORRAL_LIMIT_NOFILE] = {"nofile", 16, 1u << 20},
+	    [CORRAL_LIMIT_FSIZE] = {"fsize", 1, 1ULL << 60},
+	    [CORRAL_LIMIT_TMPFS] = {"tmpfs", 1u << 20, 1ULL << 50},
 	};
 	if ((unsigned)which >= CORRAL_LIMIT__COUNT)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "limits", "limits: unknown limit %d",
 		                        (int)which);
 	if (value && (value < bounds[which].min || value > bounds[which].max))
-		return corral_set_error(err, CORRAL_EINVAL, 0, "limits",
-		                        "limits: %s=%llu is out of range (%llu..%llu, or 0 for none)",
-		                        bounds[which].name, (unsigned long long)value,
-		                        (unsigned long long)bounds[which].min,
-		                        (unsigned long long)bounds[which].max);
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "limits",
+		    "limits: %s=%llu is out of range (%llu..%llu, or 0 for none)",
+		    bounds[which].name, (unsigned long long)value,
+		    (unsigned long long)bounds[which].min, (unsigned long long)bounds[which].max);
 	cfg->limits[which] = value;
 	if (which == CORRAL_LIMIT_PIDS)
 		cfg->pids_default = false;
@@ -357,11 +363,11 @@ int corral_config_set_timeout_ms(corral_config *cfg, uint64_t timeout_ms, uint64
 {
 	const uint64_t year = 366ULL * 86400 * 1000;
 	if (timeout_ms > year || kill_after_ms > 3600000)
-		return corral_set_error(err, CORRAL_EINVAL, 0, "timeout",
-		                        "timeout: %llu ms (grace %llu ms) is out of range (timeout up "
-		                        "to a year, grace up to an hour)",
-		                        (unsigned long long)timeout_ms,
-		                        (unsigned long long)kill_after_ms);
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "timeout",
+		    "timeout: %llu ms (grace %llu ms) is out of range (timeout up "
+		    "to a year, grace up to an hour)",
+		    (unsigned long long)timeout_ms, (unsigned long long)kill_after_ms);
 	cfg->timeout_ms = timeout_ms;
 	cfg->kill_after_ms = kill_after_ms;
 	return 0;
@@ -370,9 +376,9 @@ int corral_config_set_timeout_ms(corral_config *cfg, uint64_t timeout_ms, uint64
 int corral_config_set_output_cap(corral_config *cfg, size_t bytes, struct corral_error *err)
 {
 	if (bytes < 64 || bytes > (1u << 30))
-		return corral_set_error(err, CORRAL_EINVAL, 0, "output",
-		                        "output: cap of %zu bytes is out of range (64 bytes..1 GiB)",
-		                        bytes);
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "output",
+		    "output: cap of %zu bytes is out of range (64 bytes..1 GiB)", bytes);
 	cfg->output_cap = bytes;
 	return 0;
 }
@@ -382,7 +388,8 @@ int corral_config_set_stdin_data(corral_config *cfg, const void *data, size_t le
 {
 	char *copy = malloc(len ? len : 1);
 	if (!copy)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "stdin", "stdin: out of memory");
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "stdin",
+		                        "stdin: out of memory");
 	if (len)
 		memcpy(copy, data, len);
 	free(cfg->stdin_data);
@@ -402,6 +409,32 @@ int corral_config_set_stdin_fd(corral_config *cfg, int fd, struct corral_error *
 	cfg->stdin_data = NULL;
 	cfg->stdin_is_data = false;
 	cfg->stdin_fd = fd;
+	return 0;
+}
+
+static int set_out_fd(int *slot, const char *name, int fd, struct corral_error *err)
+{
+	if (fd < -1 || (fd >= 0 && fcntl(fd, F_GETFD) < 0))
+		return corral_set_error(err, CORRAL_EINVAL, EBADF, name,
+		                        "%s: descriptor %d is not open", name, fd);
+	*slot = fd;
+	return 0;
+}
+
+int corral_config_set_stdout_fd(corral_config *cfg, int fd, struct corral_error *err)
+{
+	return set_out_fd(&cfg->stdout_fd, "stdout", fd, err);
+}
+
+int corral_config_set_stderr_fd(corral_config *cfg, int fd, struct corral_error *err)
+{
+	return set_out_fd(&cfg->stderr_fd, "stderr", fd, err);
+}
+
+int corral_config_set_tty(corral_config *cfg, int tty, struct corral_error *err)
+{
+	(void)err;
+	cfg->tty = tty != 0;
 	return 0;
 }
 

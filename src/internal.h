@@ -15,10 +15,10 @@ struct env_entry {
 };
 
 struct corral_config {
-	char **argv;    /* the command; for a shell string: {"/bin/sh", "-c", cmd} */
-	char *shell;    /* the shell string, or NULL */
+	char **argv; /* the command; for a shell string: {"/bin/sh", "-c", cmd} */
+	char *shell; /* the shell string, or NULL */
 	char *workspace;
-	char *cwd;      /* absolute, inside the workspace; NULL = workspace */
+	char *cwd; /* absolute, inside the workspace; NULL = workspace */
 	struct env_entry *env;
 	size_t n_env;
 	uint64_t limits[CORRAL_LIMIT__COUNT];
@@ -27,8 +27,15 @@ struct corral_config {
 	size_t output_cap;
 	char *stdin_data;
 	size_t stdin_len;
-	int stdin_fd;   /* -1: none (use data, or /dev/null) */
+	int stdin_fd; /* -1: none (use data, or /dev/null) */
 	bool stdin_is_data;
+	int stdout_fd, stderr_fd; /* -1: captured through a pipe; else borrowed, dup'ed */
+	bool tty;                 /* stdin is a terminal: the command takes it as controlling tty */
+	/* Internal (sessions, session.c): a descriptor placed at fd 3 of the command only, and
+	 * a control socket for the init (jobs started inside a running sandbox). */
+	int cmd_fd3;
+	bool init_ctl;
+	bool no_capture; /* output goes to out_cb only; nothing is kept in the result */
 	enum corral_mode mode;
 	enum corral_net net;
 	corral_output_cb out_cb;
@@ -45,9 +52,9 @@ struct corral_config {
 	struct cmd_rule *cmd_allow, *cmd_deny;
 	size_t n_cmd_allow, n_cmd_deny;
 	bool cmd_allow_set;
-	bool protected_set;      /* protected_paths replaces the default list */
-	bool env_deny_replaced;  /* env_deny replaces the default deny globs */
-	int redact_mode;         /* enum corral_redaction */
+	bool protected_set;     /* protected_paths replaces the default list */
+	bool env_deny_replaced; /* env_deny replaces the default deny globs */
+	int redact_mode;        /* enum corral_redaction */
 	char **redact_strings;
 	size_t n_redact_strings;
 	/* Test hook: layers to pretend are unavailable (bit per enum layer_id). Set only through
@@ -79,11 +86,11 @@ int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why);
 
 /* Keeps the first and the last bytes of a stream up to a cap, in flat memory. */
 struct capture {
-	size_t cap;          /* total bytes kept: head_cap + tail ring size */
+	size_t cap; /* total bytes kept: head_cap + tail ring size */
 	size_t head_cap;
-	char *head;          /* grown lazily up to head_cap */
+	char *head; /* grown lazily up to head_cap */
 	size_t head_len, head_alloc;
-	char *tail;          /* ring of cap - head_cap bytes */
+	char *tail; /* ring of cap - head_cap bytes */
 	size_t tail_cap, tail_pos, tail_len;
 	uint64_t total;
 };
@@ -99,8 +106,7 @@ void capture_free(struct capture *c);
 
 struct corral_result *result_new(void);
 void result_uuid(char out[37]);
-int result_add_layer(struct corral_result *res, const char *name, int applied,
-                     const char *detail);
+int result_add_layer(struct corral_result *res, const char *name, int applied, const char *detail);
 
 /* A JSON string from bytes: invalid UTF-8 and NUL become U+FFFD (result.c). */
 struct json_t;
@@ -131,14 +137,15 @@ struct placeholder {
 /* Everything prepared before clone, and what the launch produced. */
 struct launch;
 struct launch_out {
-	pid_t pid;      /* the sandbox init */
+	pid_t pid; /* the sandbox init */
 	int pidfd;
-	int out_fd, err_fd;   /* read ends of stdout/stderr pipes */
-	int in_fd;            /* write end of the stdin pipe, or -1 */
-	int report_fd;        /* read end of the report pipe (setup failure / exit status) */
-	bool pidns;           /* true: killing pid kills everything */
+	int out_fd, err_fd; /* read ends of stdout/stderr pipes */
+	int in_fd;          /* write end of the stdin pipe, or -1 */
+	int report_fd;      /* read end of the report pipe (setup failure / exit status) */
+	int ctl_fd;         /* the supervisor's end of the init's control socket, or -1 */
+	bool pidns;         /* true: killing pid kills everything */
 	struct cgroup_handle *cg;
-	char *private_tmp;    /* host directory to remove after the run, or NULL */
+	char *private_tmp;        /* host directory to remove after the run, or NULL */
 	struct placeholder *held; /* protected paths held for the run (see plan.c) */
 	size_t n_held;
 };
@@ -156,15 +163,43 @@ struct report {
 	char path[200]; /* the object of a failed step (mount target, Landlock path), or "" */
 };
 
+/* The init's control socket (sessions): requests from the supervisor and replies. */
+enum ctl_op {
+	CTL_START = 1,        /* -> init: start job id running command (payload) with 2 fds */
+	CTL_SIGNAL = 2,       /* -> init: signal arg to job id's process group */
+	CTL_STARTED = 3,      /* <- init: job id started (arg: its pid in the sandbox) */
+	CTL_START_FAILED = 4, /* <- init: job id not started (arg: errno) */
+	CTL_EXITED = 5,       /* <- init: job id ended (arg: wait status) */
+};
+struct ctl_msg {
+	int32_t op;
+	uint32_t id;
+	int32_t arg;
+	int32_t len; /* payload bytes that follow */
+};
+#define CTL_MAX_COMMAND (64 * 1024)
+
 /* Prepare, clone and start the sandbox. On failure res->error is filled by the caller from
  * err. The result's isolation layers are recorded into res. */
-int launch_start(const struct corral_config *cfg, struct corral_result *res,
-                 struct launch_out *out, struct corral_error *err);
+int launch_start(const struct corral_config *cfg, struct corral_result *res, struct launch_out *out,
+                 struct corral_error *err);
 /* Names of setup steps, for errors ("mount", "landlock", ...). */
 const char *launch_step_name(int step);
 /* Translate a child failure report into an error (code, message with the fix). */
 int launch_report_error(const struct report *r, const struct corral_config *cfg,
                         struct corral_error *err);
+
+/* ---- supervise.c, internal to sessions ---------------------------------------------------- */
+struct corral_proc;
+int proc_ctl_fd(const struct corral_proc *p);
+/* Send sig to the sandbox's init (which forwards INT, TERM, HUP, QUIT to the command's
+ * process group). */
+int proc_signal_init(struct corral_proc *p, int sig);
+bool proc_finished(const struct corral_proc *p);
+/* OOM kills in the sandbox's cgroup so far (0 without a memory cgroup). */
+uint64_t proc_oom_count(const struct corral_proc *p);
+/* The result being built (layers are recorded once the sandbox started). */
+const struct corral_result *proc_peek_result(const struct corral_proc *p);
 
 /* ---- policy.c (apply side) -------------------------------------------------------------- */
 
@@ -195,8 +230,7 @@ struct exec_decision {
 	const struct cmd_rule *rule; /* the deciding rule, or NULL */
 	const char *list;            /* "commands.deny", "commands.allow", ... */
 };
-int policy_decide_exec(const struct corral_config *cfg, const char *prog,
-                       struct exec_decision *d);
+int policy_decide_exec(const struct corral_config *cfg, const char *prog, struct exec_decision *d);
 /* Before anything is built: the command decision and argument path confinement. Returns
  * CORRAL_EDENIED with a message naming the rule. */
 int policy_preflight(const struct corral_config *cfg, struct corral_error *err);

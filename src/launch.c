@@ -22,8 +22,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -87,7 +89,7 @@ const char *launch_step_name(int step)
 }
 
 /* Descriptor numbers in the child after the fd shuffle. */
-enum { CFD_REPORT = 3, CFD_SYNC = 4, CFD_FIRST_FREE = 5 };
+enum { CFD_REPORT = 3, CFD_SYNC = 4, CFD_FD3 = 5, CFD_CTL = 6, CFD_FIRST_FREE = 7, CFD_N = 7 };
 
 #include "launch.h"
 /* ---- the child ------------------------------------------------------------------------ */
@@ -122,32 +124,37 @@ static _Noreturn void child_fail(int step, int err, int detail)
 	fail_on(CFD_REPORT, step, err, detail, NULL);
 }
 
-/* Move the five descriptors the child needs to fixed numbers and close every other one: the
- * supervisor may hold pipes of other sandboxes, and an init that kept them would keep those
- * runs from ever seeing EOF.
+/* Move the descriptors the child needs (stdin, stdout, stderr, report, sync, and for a
+ * session the command's fd 3 and the init's control socket) to fixed numbers and close every
+ * other one: the supervisor may hold pipes of other sandboxes, and an init that kept them
+ * would keep those runs from ever seeing EOF.
  *
  * This runs on a copy of the supervisor's descriptor table under the supervisor's
  * RLIMIT_NOFILE, and both may be tight (a server with many runs in flight, a low ulimit -n):
- * so it needs no free descriptor number above the table's top. Everything but the five is
- * closed first, which makes room; then each one is moved out of 0..4 (to CFD_FIRST_FREE or
- * above) and into place. *report_fd follows the report pipe, so that a failure here still
- * reaches the supervisor (CFD_REPORT is some other descriptor until the move is done). */
+ * so it needs no free descriptor number above the table's top. Everything but the wanted
+ * ones is closed first, which makes room; then each one is moved out of 0..CFD_N-1 (to
+ * CFD_FIRST_FREE or above) and into place. *report_fd follows the report pipe, so that a
+ * failure here still reaches the supervisor (CFD_REPORT is some other descriptor until the
+ * move is done). Absent optional descriptors (-1) stay closed. */
 static int child_fds(const struct launch *L, int *report_fd)
 {
-	int src[5] = {L->fd_in, L->fd_out, L->fd_err, L->fd_report, L->fd_sync};
-	int tmp[5];
+	int src[CFD_N] = {L->fd_in,   L->fd_out, L->fd_err, L->fd_report,
+	                  L->fd_sync, L->fd_fd3, L->fd_ctl};
+	int tmp[CFD_N];
 	*report_fd = L->fd_report;
-	/* close the gaps between the five (ascending; duplicates are harmless) */
-	int sorted[5];
-	memcpy(sorted, src, sizeof(sorted));
-	for (int i = 1; i < 5; i++)
+	/* close the gaps between the wanted ones (ascending; duplicates are harmless) */
+	int sorted[CFD_N], ns = 0;
+	for (int i = 0; i < CFD_N; i++)
+		if (src[i] >= 0)
+			sorted[ns++] = src[i];
+	for (int i = 1; i < ns; i++)
 		for (int k = i; k > 0 && sorted[k - 1] > sorted[k]; k--) {
 			int t = sorted[k];
 			sorted[k] = sorted[k - 1];
 			sorted[k - 1] = t;
 		}
 	unsigned lo = 0;
-	for (int i = 0; i < 5; i++) {
+	for (int i = 0; i < ns; i++) {
 		if ((unsigned)sorted[i] > lo &&
 		    syscall(SYS_close_range, lo, (unsigned)sorted[i] - 1, 0) < 0)
 			return -errno;
@@ -156,15 +163,20 @@ static int child_fds(const struct launch *L, int *report_fd)
 	}
 	if (syscall(SYS_close_range, lo, ~0U, 0) < 0)
 		return -errno;
-	for (int i = 0; i < 5; i++) {
-		tmp[i] = fcntl(src[i], F_DUPFD_CLOEXEC, CFD_FIRST_FREE);
-		if (tmp[i] < 0)
+	for (int i = 0; i < CFD_N; i++) {
+		tmp[i] = src[i] < 0 ? -1 : fcntl(src[i], F_DUPFD_CLOEXEC, CFD_FIRST_FREE);
+		if (src[i] >= 0 && tmp[i] < 0)
 			return -errno;
 	}
 	*report_fd = tmp[3];
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < CFD_N; i++) {
+		if (tmp[i] < 0) {
+			close(i);
+			continue;
+		}
 		if (dup3(tmp[i], i, i >= 3 ? O_CLOEXEC : 0) < 0)
 			return -errno;
+	}
 	*report_fd = CFD_REPORT;
 	if (syscall(SYS_close_range, CFD_FIRST_FREE, ~0U, 0) < 0)
 		return -errno;
@@ -184,15 +196,10 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-/* The command process: stdio in place, default signals, then exec, searching PATH in the
- * sandbox's view. Any failure goes to exec_fd, whose EOF tells the init that exec worked. */
-static _Noreturn void command_exec(const struct launch *L, int exec_fd)
+/* Landlock and seccomp, then exec argv searching PATH in the sandbox's view. */
+static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
 {
 	int r, detail = -1;
-	/* Its own process group, so that signals reach pipelines and children as a unit. */
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	reset_signals();
 	/* Landlock and seccomp bind the command and everything it starts, but not the init:
 	 * with Landlock's signal scoping the command cannot signal its init, which matters
 	 * where there is no pid namespace to protect it. */
@@ -202,14 +209,14 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 	/* seccomp last: it denies mount, setns and friends that the steps before used. */
 	if (L->seccomp && (r = seccomp_apply_child(L->sc)) < 0)
 		fail_on(exec_fd, STEP_SECCOMP, r, -1, NULL);
-	const char *prog = L->argv[0];
+	const char *prog = argv[0];
 	int err = ENOENT;
 	bool has_slash = false;
 	for (const char *p = prog; *p; p++)
 		if (*p == '/')
 			has_slash = true;
 	if (has_slash) {
-		execve(prog, L->argv, L->envp);
+		execve(prog, argv, L->envp);
 		err = errno;
 	} else {
 		bool eacces = false;
@@ -220,7 +227,7 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 			memcpy(L->exec_buf, *d, a);
 			L->exec_buf[a] = '/';
 			memcpy(L->exec_buf + a + 1, prog, b + 1);
-			execve(L->exec_buf, L->argv, L->envp);
+			execve(L->exec_buf, argv, L->envp);
 			if (errno == EACCES)
 				eacces = true;
 			else if (errno != ENOENT && errno != ENOTDIR) {
@@ -232,6 +239,142 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 			err = EACCES;
 	}
 	fail_on(exec_fd, STEP_EXEC, err, -1, NULL);
+}
+
+/* The command process: stdio in place, default signals, then exec. Any failure goes to
+ * exec_fd, whose EOF tells the init that exec worked. */
+static _Noreturn void command_exec(const struct launch *L, int exec_fd)
+{
+	if (L->cfg->tty) {
+		/* A terminal session of its own: its stdin (a pty slave) becomes the controlling
+		 * terminal, so the shell's job control and the terminal's Ctrl-C work. */
+		if (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0)
+			fail_on(exec_fd, STEP_SETSID, errno, -1, "the terminal");
+	} else {
+		/* Its own process group, so that signals reach pipelines and children as a
+		 * unit. */
+		setpgid(0, 0);
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* A session's out-of-band status descriptor: fd 3 of the shell, of nothing else. */
+	if (L->fd_fd3 >= 0 && dup2(CFD_FD3, 3) < 0)
+		fail_on(exec_fd, STEP_FDS, errno, -1, NULL);
+	reset_signals();
+	confine_and_exec(L, L->argv, exec_fd);
+}
+
+/* ---- jobs inside a running sandbox (sessions) -------------------------------------------
+ * The supervisor sends CTL_START with a shell command and two descriptors (stdout, stderr)
+ * on the control socket; the init forks the job under the same confinement as the command
+ * (Landlock, seccomp, caps, rlimits, cgroup), in the shell's current directory, and reports
+ * CTL_EXITED when it ends. CTL_SIGNAL signals a job's process group. */
+#define INIT_MAX_JOBS 64
+static struct {
+	uint32_t id;
+	pid_t pid;
+} init_jobs[INIT_MAX_JOBS];
+static char init_ctl_buf[sizeof(struct ctl_msg) + CTL_MAX_COMMAND + 1];
+
+static void ctl_reply(int op, uint32_t id, int32_t arg)
+{
+	struct ctl_msg m = {.op = op, .id = id, .arg = arg, .len = 0};
+	ssize_t n;
+	do
+		n = send(CFD_CTL, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+}
+
+static _Noreturn void job_exec(const struct launch *L, pid_t shell, int ofd, int efd, char *cmd)
+{
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (nul < 0 || dup2(nul, 0) < 0 || dup2(ofd, 1) < 0 || dup2(efd, 2) < 0)
+		_exit(125);
+	/* the shell's current directory, when /proc shows it; else the command's start */
+	char path[40] = "/proc/", digits[16];
+	int len = 6, nd = 0;
+	for (pid_t v = shell; v > 0; v /= 10)
+		digits[nd++] = (char)('0' + v % 10);
+	while (nd)
+		path[len++] = digits[--nd];
+	memcpy(path + len, "/cwd", 5);
+	if (chdir(path) < 0 && !L->mountns && L->cwd)
+		(void)chdir(L->cwd);
+	reset_signals();
+	char *argv[] = {L->argv[0], (char *)"-c", cmd, NULL};
+	/* exec failures end up as the job's status 126/127 */
+	confine_and_exec(L, argv, 2);
+}
+
+static void ctl_drain(const struct launch *L, pid_t shell)
+{
+	for (;;) {
+		char cbuf[CMSG_SPACE(2 * sizeof(int))];
+		struct iovec iov = {.iov_base = init_ctl_buf, .iov_len = sizeof(init_ctl_buf) - 1};
+		struct msghdr mh = {.msg_iov = &iov,
+		                    .msg_iovlen = 1,
+		                    .msg_control = cbuf,
+		                    .msg_controllen = sizeof(cbuf)};
+		ssize_t n = recvmsg(CFD_CTL, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		int fds[2] = {-1, -1}, nfds = 0;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+				for (int i = 0; i < k; i++) {
+					int fd;
+					memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+					if (nfds < 2)
+						fds[nfds++] = fd;
+					else
+						close(fd);
+				}
+			}
+		struct ctl_msg m;
+		if ((size_t)n < sizeof(m)) {
+			for (int i = 0; i < nfds; i++)
+				close(fds[i]);
+			continue;
+		}
+		memcpy(&m, init_ctl_buf, sizeof(m));
+		if (m.op == CTL_SIGNAL) {
+			for (int i = 0; i < INIT_MAX_JOBS; i++)
+				if (init_jobs[i].pid > 0 && init_jobs[i].id == m.id)
+					kill(-init_jobs[i].pid, m.arg);
+		} else if (m.op == CTL_START) {
+			int slot = -1;
+			for (int i = 0; i < INIT_MAX_JOBS && slot < 0; i++)
+				if (init_jobs[i].pid <= 0)
+					slot = i;
+			size_t clen = (size_t)n - sizeof(m);
+			init_ctl_buf[sizeof(m) + clen] = 0;
+			if (nfds != 2 || slot < 0 || m.len < 0 || (size_t)m.len != clen) {
+				ctl_reply(CTL_START_FAILED, m.id,
+				          nfds != 2  ? EBADF
+				          : slot < 0 ? EAGAIN
+				                     : EINVAL);
+			} else {
+				pid_t pid =
+				    (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+				if (pid == 0)
+					job_exec(L, shell, fds[0], fds[1],
+					         init_ctl_buf + sizeof(m));
+				if (pid < 0) {
+					ctl_reply(CTL_START_FAILED, m.id, errno);
+				} else {
+					init_jobs[slot].id = m.id;
+					init_jobs[slot].pid = pid;
+					ctl_reply(CTL_STARTED, m.id, (int32_t)pid);
+				}
+			}
+		}
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+	}
 }
 
 /* Kill every other process of the sandbox. In a pid namespace kill(-1) means exactly that.
@@ -321,6 +464,14 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGQUIT);
 	sigaddset(&set, SIGUSR1); /* from the supervisor: kill everything now */
+	bool ctl = L->fd_ctl >= 0;
+	if (ctl) {
+		/* requests on the control socket arrive as SIGIO, taken like the others */
+		sigaddset(&set, SIGIO);
+		fcntl(CFD_CTL, F_SETOWN, getpid());
+		fcntl(CFD_CTL, F_SETFL, O_ASYNC | O_NONBLOCK);
+		ctl_drain(L, cmd);
+	}
 	int status = 0;
 	bool done = false;
 	while (!done) {
@@ -331,11 +482,19 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		if (sig == SIGCHLD) {
 			int st;
 			pid_t p;
-			while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+			while ((p = waitpid(-1, &st, WNOHANG)) > 0) {
 				if (p == cmd) {
 					status = st;
 					done = true;
 				}
+				for (int i = 0; ctl && i < INIT_MAX_JOBS; i++)
+					if (init_jobs[i].pid == p) {
+						ctl_reply(CTL_EXITED, init_jobs[i].id, st);
+						init_jobs[i].pid = 0;
+					}
+			}
+		} else if (sig == SIGIO) {
+			ctl_drain(L, cmd);
 		} else if (sig == SIGUSR1) {
 			init_kill_all(L);
 			int st;
@@ -438,6 +597,8 @@ static _Noreturn void child_main(const struct launch *L)
 		command_exec(L, ep[1]);
 	}
 	close(ep[1]);
+	if (L->fd_fd3 >= 0)
+		close(CFD_FD3); /* the status pipe's writers are the shell and its children */
 	/* The init keeps no stdio: the pipes' EOF must depend on the command's side only. */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	for (int fd = 0; fd < 3; fd++) {
@@ -492,8 +653,16 @@ static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 static int make_pipes(const struct corral_config *cfg, int p_in[2], int p_out[2], int p_err[2],
                       int p_rep[2], int p_sync[2], struct corral_error *err)
 {
-	if (pipe2(p_out, O_CLOEXEC) < 0 || pipe2(p_err, O_CLOEXEC) < 0 ||
-	    pipe2(p_rep, O_CLOEXEC) < 0 || pipe2(p_sync, O_CLOEXEC) < 0)
+	/* stdout / stderr to a descriptor of the caller's: no pipe, nothing to read */
+	if (cfg->stdout_fd >= 0 && (p_out[1] = fcntl(cfg->stdout_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "stdout", "stdout: %s",
+		                        strerror(errno));
+	if (cfg->stderr_fd >= 0 && (p_err[1] = fcntl(cfg->stderr_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return corral_set_error(err, CORRAL_ESYS, errno, "stderr", "stderr: %s",
+		                        strerror(errno));
+	if ((cfg->stdout_fd < 0 && pipe2(p_out, O_CLOEXEC) < 0) ||
+	    (cfg->stderr_fd < 0 && pipe2(p_err, O_CLOEXEC) < 0) || pipe2(p_rep, O_CLOEXEC) < 0 ||
+	    pipe2(p_sync, O_CLOEXEC) < 0)
 		return corral_set_error(err, CORRAL_ESYS, errno, "pipe",
 		                        "pipe: %s; raise the open-files limit of the supervisor",
 		                        strerror(errno));
@@ -567,9 +736,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.gid = getgid();
 	int r;
 	int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1};
-	int p_rep[2] = {-1, -1}, p_sync[2] = {-1, -1};
+	int p_rep[2] = {-1, -1}, p_sync[2] = {-1, -1}, p_ctl[2] = {-1, -1}, fd3 = -1;
 	int pidfd = -1;
 	out->pid = -1;
+	out->ctl_fd = -1;
+	L.fd_fd3 = L.fd_ctl = -1;
 
 	if ((r = plan_choose_layers(&L, res, err)) < 0 || (r = plan_prepare(&L, res, err)) < 0 ||
 	    (r = make_pipes(cfg, p_in, p_out, p_err, p_rep, p_sync, err)) < 0)
@@ -579,6 +750,18 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.fd_err = p_err[1];
 	L.fd_report = p_rep[1];
 	L.fd_sync = p_sync[0];
+	if (cfg->cmd_fd3 >= 0 && (fd3 = fcntl(cfg->cmd_fd3, F_DUPFD_CLOEXEC, 3)) < 0) {
+		r = corral_set_error(err, CORRAL_ESYS, errno, "fds", "fd 3: %s", strerror(errno));
+		goto fail;
+	}
+	if (cfg->init_ctl && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p_ctl) < 0) {
+		r = corral_set_error(err, CORRAL_ESYS, errno, "fds",
+		                     "control socket: %s; raise the open-files limit",
+		                     strerror(errno));
+		goto fail;
+	}
+	L.fd_fd3 = fd3;
+	L.fd_ctl = p_ctl[1];
 
 	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno;
 	pid_t pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
@@ -632,6 +815,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	close(p_out[1]);
 	close(p_err[1]);
 	close(p_rep[1]);
+	if (fd3 >= 0)
+		close(fd3);
+	if (p_ctl[1] >= 0)
+		close(p_ctl[1]);
+	out->ctl_fd = p_ctl[0];
 	out->out_fd = p_out[0];
 	out->err_fd = p_err[0];
 	out->in_fd = p_in[1];
@@ -653,13 +841,15 @@ fail_kill:
 	}
 fail:
 	for (int i = 0; i < 2; i++) {
-		int *fds[] = {&p_in[i], &p_out[i], &p_err[i], &p_rep[i], &p_sync[i]};
+		int *fds[] = {&p_in[i], &p_out[i], &p_err[i], &p_rep[i], &p_sync[i], &p_ctl[i]};
 		for (size_t k = 0; k < ARRAY_SIZE(fds); k++)
 			if (*fds[k] >= 0)
 				close(*fds[k]);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	if (fd3 >= 0)
+		close(fd3);
 	if (L.cg)
 		cgroup_destroy(L.cg);
 	if (L.private_tmp) {

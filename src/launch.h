@@ -13,31 +13,31 @@ struct launch {
 	uid_t uid;
 	gid_t gid;
 	int fd_in, fd_out, fd_err, fd_report, fd_sync; /* parent-side numbers */
+	int fd_fd3, fd_ctl; /* sessions: the command's fd 3, the init's control socket */
 	struct mount_plan mounts;
 	struct landlock_spec ll;
 	struct landlock_rule *ll_rules;
-	char **ll_owned;       /* paths made by the deny expansion */
+	char **ll_owned; /* paths made by the deny expansion */
 	size_t n_ll_owned;
 	const struct seccomp_prog *sc;
 	struct rlimit_plan rl;
 	char **envp;
 	char **argv;
-	char **path_dirs;      /* PATH split, for resolving argv[0] in the sandbox */
-	char *exec_buf;        /* PATH_MAX scratch for the child */
-	const char *cwd;       /* chdir target when there is no mount namespace */
-	char *private_tmp;     /* host dir used as /tmp when there is no mount namespace */
+	char **path_dirs;  /* PATH split, for resolving argv[0] in the sandbox */
+	char *exec_buf;    /* PATH_MAX scratch for the child */
+	const char *cwd;   /* chdir target when there is no mount namespace */
+	char *private_tmp; /* host dir used as /tmp when there is no mount namespace */
 	struct cgroup_handle *cg;
 	bool want_cg;
 	struct placeholder *held; /* protected paths held (and maybe created) for this run */
 	size_t n_held;
-	char **exec_files;     /* under a command allow-list: what may be executed */
+	char **exec_files; /* under a command allow-list: what may be executed */
 	size_t n_exec_files;
-	struct mount_request req; /* resolved policy paths (strings owned here) */
+	struct mount_request req;             /* resolved policy paths (strings owned here) */
 	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
-	bool cgroupns_late;    /* v1: unshare the cgroup namespace after the parent attached us */
-	bool dry_run;          /* explain only: no host side effects (placeholders, tmp, cgroup) */
+	bool cgroupns_late; /* v1: unshare the cgroup namespace after the parent attached us */
+	bool dry_run;       /* explain only: no host side effects (placeholders, tmp, cgroup) */
 };
-
 
 /* plan.c: decide the layers for this run and record them in res; fails when mode=required
  * and a layer is missing. */

@@ -74,6 +74,7 @@ void corral_result_free(struct corral_result *res)
 		free(res->argv);
 	}
 	free(res->command);
+	free(res->session_id);
 	free(res->stdout_buf);
 	free(res->stderr_buf);
 	for (size_t i = 0; i < res->n_layers; i++) {
@@ -196,21 +197,21 @@ static json_t *result_json(const struct corral_result *res)
 	json_object_set_new(o, "command",
 	                    res->command ? json_bytes(res->command, strlen(res->command))
 	                                 : json_null());
-	json_object_set_new(o, "exit_code", res->exited ? json_integer(res->exit_code) : json_null());
+	json_object_set_new(o, "exit_code",
+	                    res->exited ? json_integer(res->exit_code) : json_null());
 	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
-	json_object_set_new(o, "signal_name",
-	                    res->signal ? json_string(sigabbrev_np(res->signal)
-	                                                  ? sigabbrev_np(res->signal)
-	                                                  : "?")
-	                                : json_null());
+	json_object_set_new(
+	    o, "signal_name",
+	    res->signal ? json_string(sigabbrev_np(res->signal) ? sigabbrev_np(res->signal) : "?")
+	                : json_null());
 	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
 	const char *lim = corral_limit_hit_name(res->limit);
 	json_object_set_new(o, "limit", lim ? json_string(lim) : json_null());
 	json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->duration_ms));
-	json_object_set_new(o, "stdout", json_bytes(res->stdout_buf ? res->stdout_buf : "",
-	                                            res->stdout_len));
-	json_object_set_new(o, "stderr", json_bytes(res->stderr_buf ? res->stderr_buf : "",
-	                                            res->stderr_len));
+	json_object_set_new(o, "stdout",
+	                    json_bytes(res->stdout_buf ? res->stdout_buf : "", res->stdout_len));
+	json_object_set_new(o, "stderr",
+	                    json_bytes(res->stderr_buf ? res->stderr_buf : "", res->stderr_len));
 	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)res->stdout_bytes));
 	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)res->stderr_bytes));
 	json_object_set_new(o, "stdout_truncated", json_boolean(res->stdout_truncated));
@@ -231,8 +232,8 @@ static json_t *result_json(const struct corral_result *res)
 	json_object_set_new(o, "isolation", iso);
 	json_object_set_new(o, "violations", violations_json(res));
 	json_t *red = json_object();
-	json_object_set_new(red, "mode", json_string(res->redaction_mode ? res->redaction_mode
-	                                                                 : "redact"));
+	json_object_set_new(red, "mode",
+	                    json_string(res->redaction_mode ? res->redaction_mode : "redact"));
 	json_object_set_new(red, "count", json_integer((json_int_t)res->redactions));
 	json_t *kinds = json_object();
 	for (unsigned i = 0; i < 16; i++)
@@ -241,14 +242,20 @@ static json_t *result_json(const struct corral_result *res)
 			                    json_integer((json_int_t)res->redactions_by_kind[i]));
 	json_object_set_new(red, "kinds", kinds);
 	json_object_set_new(o, "redactions", red);
+	if (res->session_id)
+		json_object_set_new(o, "session",
+		                    json_pack("{s:s, s:b, s:b}", "id", res->session_id, "restarted",
+		                              res->session_restarted, "ended", res->session_ended));
+	else
+		json_object_set_new(o, "session", json_null());
 	if (res->error.code) {
 		json_t *e = json_object();
 		json_object_set_new(e, "code", json_integer(res->error.code));
 		json_object_set_new(e, "name", json_string(corral_strerror(res->error.code)));
 		json_object_set_new(e, "errno", json_integer(res->error.sys_errno));
 		json_object_set_new(e, "step", json_string(res->error.step));
-		json_object_set_new(e, "message", json_bytes(res->error.message,
-		                                             strlen(res->error.message)));
+		json_object_set_new(e, "message",
+		                    json_bytes(res->error.message, strlen(res->error.message)));
 		json_object_set_new(o, "error", e);
 	} else {
 		json_object_set_new(o, "error", json_null());
@@ -260,11 +267,13 @@ int corral_result_to_json(const struct corral_result *res, char **out, struct co
 {
 	json_t *o = result_json(res);
 	if (!o)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result",
+		                        "result: out of memory");
 	*out = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!*out)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result",
+		                        "result: out of memory");
 	return 0;
 }
 

@@ -69,6 +69,8 @@ static void ep_del(corral_proc *p, int *fd)
 static int ep_add(corral_proc *p, int fd, uint32_t events, int tag)
 {
 	struct epoll_event ev = {.events = events, .data.u32 = (uint32_t)tag};
+	if (fd < 0)
+		return 0; /* a stream that goes to the caller's descriptor */
 	return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
@@ -137,7 +139,8 @@ static void emit(void *ud, const char *buf, size_t n)
 	corral_proc *p = k->p;
 	if (p->cfg->out_cb)
 		p->cfg->out_cb(p->cfg->out_ud, k->stream, buf, n);
-	capture_feed(&p->cap[k->stream - 1], buf, n);
+	if (!p->cfg->no_capture)
+		capture_feed(&p->cap[k->stream - 1], buf, n);
 }
 
 static void feed(corral_proc *p, int stream, const char *buf, size_t n)
@@ -518,7 +521,7 @@ static void proc_free(corral_proc *p)
 	if (!p)
 		return;
 	int *fds[] = {&p->lo.pidfd,     &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd,
-	              &p->lo.report_fd, &p->timerfd,   &p->epfd};
+	              &p->lo.report_fd, &p->timerfd,   &p->epfd,      &p->lo.ctl_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -576,6 +579,7 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	if (!p)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "spawn", "out of memory");
 	p->lo.pidfd = p->lo.out_fd = p->lo.err_fd = p->lo.in_fd = p->lo.report_fd = -1;
+	p->lo.ctl_fd = -1;
 	p->timerfd = p->epfd = -1;
 	p->cfg = config_dup(cfg);
 	p->res = result_new();
@@ -754,4 +758,35 @@ int corral_run(const corral_config *cfg, struct corral_result **out, struct corr
 		return (*out)->error.code;
 	}
 	return 0;
+}
+
+/* ---- internal, for sessions (session.c) ------------------------------------------------ */
+
+int proc_ctl_fd(const corral_proc *p)
+{
+	return p->lo.ctl_fd;
+}
+
+int proc_signal_init(corral_proc *p, int sig)
+{
+	if (p->reaped || p->lo.pidfd < 0)
+		return -ESRCH;
+	if (syscall(SYS_pidfd_send_signal, p->lo.pidfd, sig, NULL, 0) < 0)
+		return -errno;
+	return 0;
+}
+
+uint64_t proc_oom_count(const corral_proc *p)
+{
+	return p->lo.cg ? cgroup_oom_count(p->lo.cg) : 0;
+}
+
+const struct corral_result *proc_peek_result(const corral_proc *p)
+{
+	return p->res;
+}
+
+bool proc_finished(const corral_proc *p)
+{
+	return p->finished;
 }

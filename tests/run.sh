@@ -41,7 +41,7 @@ SCRATCH=$(mktemp -d /tmp/corral-tests.XXXXXX)
 chmod 0755 "$SCRATCH"
 mkdir -p "$SCRATCH/bin"
 cp "$BUILD/corral" "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" \
-	"$BUILD/tests/audit_tool" "$SCRATCH/bin/"
+	"$BUILD/tests/audit_tool" "$BUILD/tests/session_tool" "$SCRATCH/bin/"
 cp -r "$ROOT/tests" "$SCRATCH/tests"
 cp -r "$ROOT/docs" "$SCRATCH/docs"
 chmod -R a+rX "$SCRATCH"
@@ -78,7 +78,7 @@ if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv 
 	mkdir -p "$P2/build/tests"
 	cp "$BUILD/corral" "$P2/build/"
 	cp "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" \
-		"$BUILD/tests/audit_tool" "$P2/build/tests/"
+		"$BUILD/tests/audit_tool" "$BUILD/tests/session_tool" "$P2/build/tests/"
 	cp -r "$ROOT/tests" "$ROOT/docs" "$P2/"
 	chmod -R a+rX "$P2"
 	(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups \

@@ -57,6 +57,31 @@ def main():
     for bad in ({}, {"op": "fly", "target": "x"}, {"queries": [{"op": "read"}]}, {"queries": 3},
                 {"op": "read", "target": "x", "queries": []}):
         assert s.call("can_i", bad, timeout=T)["isError"]
+    # sessions and jobs: state, a timeout, jobs in and out of a session, lists, kill, close,
+    # an ended shell; one session and one job are left open for the shutdown at EOF
+    r = s.call("shell_exec", {"command": "cd /tmp; export V=1; echo a"}, timeout=T)
+    sid = r["structuredContent"]["session"]["id"]
+    r = s.call("shell_exec", {"session": sid, "command": "echo $V"}, timeout=T)
+    assert r["structuredContent"]["stdout"] == "1\n", M.text_of(r)
+    r = s.call("shell_exec", {"session": sid, "command": "sleep 5", "timeout_s": 0.5}, timeout=T)
+    assert r["structuredContent"]["timed_out"], M.text_of(r)
+    j = s.call("job_start", {"session": sid, "command": "echo sj; sleep 30"}, timeout=T)
+    j2 = s.call("job_start", {"command": "echo bj"}, timeout=T)
+    j, j2 = j["structuredContent"]["job"], j2["structuredContent"]["job"]
+    time.sleep(1)
+    assert "sj" in s.call("job_output", {"job": j}, timeout=T)["structuredContent"]["stdout"]
+    assert "bj" in s.call("job_output", {"job": j2, "since_offset": 0}, timeout=T)["structuredContent"]["stdout"]
+    s.call("job_list", {}, timeout=T)
+    s.call("shell_list", {}, timeout=T)
+    assert not s.call("job_kill", {"job": j}, timeout=T)["structuredContent"]["running"]
+    assert s.call("shell_exec", {"command": "exit 3"}, timeout=T)["structuredContent"]["session"]["ended"]
+    assert s.call("shell_exec", {"session": "nope", "command": "x"}, timeout=T)["isError"]
+    s.call("shell_close", {"session": sid}, timeout=T)
+    s.call("shell_exec", {"command": "sleep 30 &"}, timeout=T)
+    s.call("job_start", {"command": "sleep 30"}, timeout=T)
+    r = s.call("run_pipeline", {"stages": [["printf", "b\\na\\n"], ["sort"], ["head", "-n", "1"]]}, timeout=T)
+    assert r["structuredContent"]["stdout"] == "a\n", M.text_of(r)
+    assert s.call("run_pipeline", {"stages": [["true"], ["sh", "-c", "exit 2"]]}, timeout=T)["isError"]
     r = s.call("run_command", {"command": "true", "env": {"MY_TOKEN": "x"}}, timeout=T)
     assert r["isError"] and "deny rule" in M.text_of(r)
     for bad in ({"command": 1}, {"command": "x", "env": {"NO": "1"}}, {"command": "x", "cwd": "/etc"},

@@ -31,6 +31,42 @@ int cli_bad_value(const char *flag, const char *value, const char *why);
 /* limits.c: parse and set --memory, --fsize, --tmpfs-size, --cpu, --pids or --nofile. */
 int cli_set_limit(corral_config *cfg, const char *flag, const char *arg);
 
+/* corral run's options beyond the configuration (run.c); corral shell parses the same. */
+struct run_opts {
+	const char *shell, *workspace, *cwd, *profile;
+	const char *audit; /* NULL: the default store; "off": none */
+	bool audit_output;
+	uint64_t timeout_ms, kill_after_ms;
+	bool timeout_set, kill_after_set;
+	bool stdin_pass, json, dry_run, quiet;
+	void (*usage)(FILE *f); /* --help: NULL for usage_run */
+	const char *name;       /* the subcommand named in messages: NULL for "run" */
+	const char *pipes[16];  /* --pipe stages (pipe.c), in order */
+	size_t n_pipes;         /* how many --pipe were given (may exceed 16: refused) */
+};
+/* run.c: parse corral run's options into cfg and o (the profile first, then every flag in
+ * order) and set the workspace and cwd. Stops at the first non-option (optind). Returns 0,
+ * -1 after --help, or an exit code. */
+int run_parse_opts(int argc, char **argv, corral_config *cfg, struct run_opts *o,
+                   struct corral_error *err);
+/* run.c: warn about --env NAME that a deny rule withholds. */
+void run_warn_withheld(const corral_config *cfg, int argc, char **argv);
+/* run.c: corral run's exit status for a result: 127, 126, 125, 124, 128+N or the command's. */
+int run_exit_code(const struct corral_result *res);
+/* run.c: record a run in the audit store (o->audit); a failure is a warning on stderr. */
+void run_audit(const corral_config *cfg, const struct run_opts *o, const struct corral_result *res,
+               int64_t started_ms, bool cancelled);
+
+/* pipe.c: corral run --pipe. Check the stages against the rest of the command line (command:
+ * the COMMAND given, or NULL); 0 or an exit code after a message. */
+int run_pipe_check(const struct run_opts *o, const char *command);
+/* pipe.c: run the pipeline of o->pipes with cfg as every stage's configuration; prints the
+ * output or the JSON result; returns corral run's exit status for it. */
+int run_pipeline(const corral_config *cfg, const struct run_opts *o);
+
+int cmd_shell(int argc, char **argv);
+void usage_shell(FILE *f);
+
 /* Print "corral: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -23,6 +23,7 @@ static void usage(FILE *f)
 	      "\n"
 	      "Commands:\n"
 	      "  run      run a command in a sandbox (corral help run)\n"
+	      "  shell    an interactive shell in a sandbox, on a terminal (corral help shell)\n"
 	      "  check    probe this host for each isolation layer\n"
 	      "  mcp      serve the Model Context Protocol on stdio (corral help mcp)\n"
 	      "  policy   explain, validate and query policies (corral policy --help)\n"
@@ -45,6 +46,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "shell"))
+		return cmd_shell(argc - 1, argv + 1);
 	if (!strcmp(cmd, "check"))
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
@@ -60,6 +63,8 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
 		if (argc > 2 && !strcmp(argv[2], "run"))
 			usage_run(stdout);
+		else if (argc > 2 && !strcmp(argv[2], "shell"))
+			usage_shell(stdout);
 		else if (argc > 2 && !strcmp(argv[2], "mcp"))
 			usage_mcp(stdout);
 		else if (argc > 2 && !strcmp(argv[2], "audit"))

@@ -62,6 +62,10 @@ void usage_mcp(FILE *f)
 	    "                           calls wait in a FIFO queue\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
+	    "      --max-sessions N     shell sessions open at once (default 8)\n"
+	    "      --session-idle DUR   close a session idle this long (default 30m; 0 = never)\n"
+	    "      --max-jobs N         background jobs running at once (default 16)\n"
+	    "      --job-timeout DUR    stop a job after this long (default 1h; 0 = none)\n"
 	    "      --max-message-bytes SIZE  largest request line (default 4M); a longer one\n"
 	    "                           is discarded and answered with an error\n"
 	    "  -h, --help               show this help\n"
@@ -86,6 +90,10 @@ enum {
 	OPT_MODE,
 	OPT_MAX_CONCURRENT,
 	OPT_MAX_QUEUE,
+	OPT_MAX_SESSIONS,
+	OPT_SESSION_IDLE,
+	OPT_MAX_JOBS,
+	OPT_JOB_TIMEOUT,
 	OPT_MAX_MESSAGE,
 	OPT_PROFILE,
 	OPT_RO,
@@ -113,6 +121,10 @@ static const struct option long_opts[] = {
     {"mode", required_argument, NULL, OPT_MODE},
     {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+    {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
+    {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"max-jobs", required_argument, NULL, OPT_MAX_JOBS},
+    {"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
     {"profile", required_argument, NULL, OPT_PROFILE},
     {"ro", required_argument, NULL, OPT_RO},
@@ -177,9 +189,9 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		                                         : CORRAL_PATH_DENY,
 		                           arg, &err) < 0)
 			return cli_bad_value(c == OPT_RO   ? "--ro"
-			                 : c == OPT_RW ? "--rw"
-			                               : "--hide",
-			                 arg, err.message);
+			                     : c == OPT_RW ? "--rw"
+			                                   : "--hide",
+			                     arg, err.message);
 		return 0;
 	case OPT_REDACT:
 		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))
@@ -241,7 +253,7 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		if (!*arg || strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 		                         "0123456789_*?[]!-") != strlen(arg))
 			return cli_bad_value("--allow-env", arg,
-			                 "expected a variable name or a glob such as 'MY_*'");
+			                     "expected a variable name or a glob such as 'MY_*'");
 		if (add_allow(o, arg) < 0)
 			return cli_bad_value("--allow-env", arg, "out of memory");
 		return 0;
@@ -273,11 +285,32 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 			return cli_bad_value("--max-queue", arg, why);
 		o->max_queue = (size_t)v;
 		return 0;
+	case OPT_MAX_SESSIONS:
+		if (parse_count(arg, 1024, &v, &why) < 0)
+			return cli_bad_value("--max-sessions", arg, why);
+		o->max_sessions = (unsigned)v;
+		return 0;
+	case OPT_MAX_JOBS:
+		if (parse_count(arg, 1024, &v, &why) < 0)
+			return cli_bad_value("--max-jobs", arg, why);
+		o->max_jobs = (unsigned)v;
+		return 0;
+	case OPT_SESSION_IDLE:
+		if (parse_duration_ms(arg, &v, &why) < 0)
+			return cli_bad_value("--session-idle", arg, why);
+		o->session_idle_ms = v;
+		return 0;
+	case OPT_JOB_TIMEOUT:
+		if (parse_duration_ms(arg, &v, &why) < 0)
+			return cli_bad_value("--job-timeout", arg, why);
+		o->job_timeout_ms = v;
+		return 0;
 	case OPT_MAX_MESSAGE:
 		if (parse_size(arg, &v, &why) < 0)
 			return cli_bad_value("--max-message-bytes", arg, why);
 		if (v < 1024 || v > (1ULL << 30))
-			return cli_bad_value("--max-message-bytes", arg, "must be between 1k and 1G");
+			return cli_bad_value("--max-message-bytes", arg,
+			                     "must be between 1k and 1G");
 		o->max_message = (size_t)v;
 		return 0;
 	default:
@@ -331,6 +364,11 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	o->max_concurrent = (unsigned)(cores > 0 ? 2 * cores : 2);
 	o->max_queue = 10000;
 	o->max_message = MCP_DEFAULT_MAX_MESSAGE;
+	o->max_sessions = 8;
+	o->session_idle_ms = 30 * 60 * 1000;
+	o->max_jobs = 16;
+	o->job_timeout_ms = 60 * 60 * 1000;
+	o->max_finished_jobs = 64;
 	struct flags fl = {0};
 	const char *profile = NULL;
 	struct {

@@ -18,55 +18,64 @@
 
 void usage_run(FILE *f)
 {
-	fputs("Usage: corral run [OPTIONS] [--] COMMAND [ARG...]\n"
-	      "       corral run [OPTIONS] -c 'SHELL STRING'\n"
-	      "\n"
-	      "Run COMMAND in a sandbox: a read-only view of the system, the workspace read-write,\n"
-	      "a private /tmp, no network, its own pid space, Landlock, seccomp and limits.\n"
-	      "\n"
-	      "Options:\n"
-	      "  -c, --shell STRING     run STRING with /bin/sh -c\n"
-	      "  -w, --workspace DIR    the read-write workspace (default: current directory)\n"
-	      "  -C, --cwd DIR          working directory inside the workspace (default: workspace)\n"
-	      "  -t, --timeout DUR      wall-clock timeout (default 60s; 0 = none); DUR is 30, 1.5,\n"
-	      "                         250ms, 2m or 1h\n"
-	      "      --kill-after DUR   grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
-	      "      --memory SIZE      memory limit (cgroup memory.max, else RLIMIT_DATA); SIZE\n"
-	      "                         is 512k, 64M, 2G\n"
-	      "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\"); 0 = none\n"
-	      "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC;\n"
-	      "                         default 1024; 0 = none)\n"
-	      "      --nofile N         open files limit (default 1024)\n"
-	      "      --fsize SIZE       largest file the command may write (SIGXFSZ)\n"
-	      "      --tmpfs-size SIZE  size of the private /tmp (default 256M)\n"
-	      "      --max-output SIZE  bytes kept per stream; head and tail kept (default 1M)\n"
-	      "      --env NAME         pass NAME (or a glob like LC_*) from corral's environment,\n"
-	      "                         unless a deny rule withholds it (*_TOKEN, AWS_*, ...)\n"
-	      "      --env NAME=VALUE   set NAME in the sandbox\n"
-	      "  -i, --stdin            pass corral's stdin to the command (default: /dev/null)\n"
-	      "      --profile P        a builtin profile (default, readonly, strict, network) or\n"
-	      "                         a JSON profile file; the flags here override it\n"
-	      "      --ro PATH          also show PATH read-only (absolute, ~/..., or relative to\n"
-	      "                         the workspace)\n"
-	      "      --rw PATH          also show PATH read-write\n"
-	      "      --hide PATH        hide PATH, even inside a visible tree (deny wins)\n"
-	      "      --dry-run          print the resolved plan (mounts, Landlock, seccomp, env,\n"
-	      "                         limits, command decision) and run nothing\n"
-	      "      --quiet            no notes from corral on stderr after the command\n"
-	      "      --redact MODE      secrets in the output: redact (default), flag, off\n"
-	      "      --audit PATH|off   the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
-	      "                         else ~/.local/state/corral/audit.db); off: no record\n"
-	      "      --audit-output     also store the (redacted, capped) output in the record\n"
-	      "      --net none|host    network: none (loopback only, default) or the host's\n"
-	      "      --mode MODE        required (default): fail if a layer is missing;\n"
-	      "                         auto: use what the host offers and report the rest;\n"
-	      "                         none: no isolation, limits only\n"
-	      "      --json             print the result as JSON on stdout instead of the output\n"
-	      "  -h, --help             show this help\n"
-	      "\n"
-	      "Exit status: the command's own; 124 timed out; 125 corral failed (usage, bad value,\n"
-	      "setup); 126 not executable or denied; 127 not found; 128+N killed by signal N.\n",
-	      f);
+	fputs(
+	    "Usage: corral run [OPTIONS] [--] COMMAND [ARG...]\n"
+	    "       corral run [OPTIONS] -c 'SHELL STRING'\n"
+	    "       corral run [OPTIONS] --pipe 'STAGE' --pipe 'STAGE' [--pipe 'STAGE'...]\n"
+	    "\n"
+	    "Run COMMAND in a sandbox: a read-only view of the system, the workspace read-write,\n"
+	    "a private /tmp, no network, its own pid space, Landlock, seccomp and limits.\n"
+	    "\n"
+	    "Options:\n"
+	    "  -c, --shell STRING     run STRING with /bin/sh -c\n"
+	    "      --pipe STAGE       a pipeline stage (2 to 16): each runs with /bin/sh -c in a\n"
+	    "                         sandbox of its own with the same options, its stdout piped\n"
+	    "                         to the next one's stdin; the last one's stdout is the\n"
+	    "                         output. Status: the rightmost failed stage's (pipefail);\n"
+	    "                         a failed stage stops the others; -t covers the whole\n"
+	    "                         pipeline. Not with -c or a COMMAND\n"
+	    "  -w, --workspace DIR    the read-write workspace (default: current directory)\n"
+	    "  -C, --cwd DIR          working directory inside the workspace (default: workspace)\n"
+	    "  -t, --timeout DUR      wall-clock timeout (default 60s; 0 = none); DUR is 30, 1.5,\n"
+	    "                         250ms, 2m or 1h\n"
+	    "      --kill-after DUR   grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
+	    "      --memory SIZE      memory limit (cgroup memory.max, else RLIMIT_DATA); SIZE\n"
+	    "                         is 512k, 64M, 2G\n"
+	    "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\"); 0 = "
+	    "none\n"
+	    "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC;\n"
+	    "                         default 1024; 0 = none)\n"
+	    "      --nofile N         open files limit (default 1024)\n"
+	    "      --fsize SIZE       largest file the command may write (SIGXFSZ)\n"
+	    "      --tmpfs-size SIZE  size of the private /tmp (default 256M)\n"
+	    "      --max-output SIZE  bytes kept per stream; head and tail kept (default 1M)\n"
+	    "      --env NAME         pass NAME (or a glob like LC_*) from corral's environment,\n"
+	    "                         unless a deny rule withholds it (*_TOKEN, AWS_*, ...)\n"
+	    "      --env NAME=VALUE   set NAME in the sandbox\n"
+	    "  -i, --stdin            pass corral's stdin to the command (default: /dev/null)\n"
+	    "      --profile P        a builtin profile (default, readonly, strict, network) or\n"
+	    "                         a JSON profile file; the flags here override it\n"
+	    "      --ro PATH          also show PATH read-only (absolute, ~/..., or relative to\n"
+	    "                         the workspace)\n"
+	    "      --rw PATH          also show PATH read-write\n"
+	    "      --hide PATH        hide PATH, even inside a visible tree (deny wins)\n"
+	    "      --dry-run          print the resolved plan (mounts, Landlock, seccomp, env,\n"
+	    "                         limits, command decision) and run nothing\n"
+	    "      --quiet            no notes from corral on stderr after the command\n"
+	    "      --redact MODE      secrets in the output: redact (default), flag, off\n"
+	    "      --audit PATH|off   the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
+	    "                         else ~/.local/state/corral/audit.db); off: no record\n"
+	    "      --audit-output     also store the (redacted, capped) output in the record\n"
+	    "      --net none|host    network: none (loopback only, default) or the host's\n"
+	    "      --mode MODE        required (default): fail if a layer is missing;\n"
+	    "                         auto: use what the host offers and report the rest;\n"
+	    "                         none: no isolation, limits only\n"
+	    "      --json             print the result as JSON on stdout instead of the output\n"
+	    "  -h, --help             show this help\n"
+	    "\n"
+	    "Exit status: the command's own; 124 timed out; 125 corral failed (usage, bad value,\n"
+	    "setup); 126 not executable or denied; 127 not found; 128+N killed by signal N.\n",
+	    f);
 }
 
 enum {
@@ -91,46 +100,39 @@ enum {
 	OPT_REDACT,
 	OPT_AUDIT,
 	OPT_AUDIT_OUTPUT,
+	OPT_PIPE,
 };
 
 static const struct option long_opts[] = {
-	{"shell", required_argument, NULL, 'c'},
-	{"workspace", required_argument, NULL, 'w'},
-	{"cwd", required_argument, NULL, 'C'},
-	{"timeout", required_argument, NULL, 't'},
-	{"kill-after", required_argument, NULL, OPT_KILL_AFTER},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"cpu", required_argument, NULL, OPT_CPU},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"nofile", required_argument, NULL, OPT_NOFILE},
-	{"fsize", required_argument, NULL, OPT_FSIZE},
-	{"tmpfs-size", required_argument, NULL, OPT_TMPFS},
-	{"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
-	{"env", required_argument, NULL, OPT_ENV},
-	{"stdin", no_argument, NULL, 'i'},
-	{"net", required_argument, NULL, OPT_NET},
-	{"mode", required_argument, NULL, OPT_MODE},
-	{"json", no_argument, NULL, OPT_JSON},
-	{"profile", required_argument, NULL, OPT_PROFILE},
-	{"ro", required_argument, NULL, OPT_RO},
-	{"rw", required_argument, NULL, OPT_RW},
-	{"hide", required_argument, NULL, OPT_HIDE},
-	{"dry-run", no_argument, NULL, OPT_DRY_RUN},
-	{"quiet", no_argument, NULL, OPT_QUIET},
-	{"redact", required_argument, NULL, OPT_REDACT},
-	{"audit", required_argument, NULL, OPT_AUDIT},
-	{"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
-};
-
-struct run_opts {
-	const char *shell, *workspace, *cwd, *profile;
-	const char *audit; /* NULL: the default store; "off": none */
-	bool audit_output;
-	uint64_t timeout_ms, kill_after_ms;
-	bool timeout_set, kill_after_set;
-	bool stdin_pass, json, dry_run, quiet;
+    {"shell", required_argument, NULL, 'c'},
+    {"workspace", required_argument, NULL, 'w'},
+    {"cwd", required_argument, NULL, 'C'},
+    {"timeout", required_argument, NULL, 't'},
+    {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
+    {"memory", required_argument, NULL, OPT_MEMORY},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"pids", required_argument, NULL, OPT_PIDS},
+    {"nofile", required_argument, NULL, OPT_NOFILE},
+    {"fsize", required_argument, NULL, OPT_FSIZE},
+    {"tmpfs-size", required_argument, NULL, OPT_TMPFS},
+    {"max-output", required_argument, NULL, OPT_MAX_OUTPUT},
+    {"env", required_argument, NULL, OPT_ENV},
+    {"stdin", no_argument, NULL, 'i'},
+    {"net", required_argument, NULL, OPT_NET},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"ro", required_argument, NULL, OPT_RO},
+    {"rw", required_argument, NULL, OPT_RW},
+    {"hide", required_argument, NULL, OPT_HIDE},
+    {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"redact", required_argument, NULL, OPT_REDACT},
+    {"audit", required_argument, NULL, OPT_AUDIT},
+    {"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
+    {"pipe", required_argument, NULL, OPT_PIPE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
@@ -177,8 +179,10 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		                           : c == OPT_RW ? CORRAL_PATH_WRITE
 		                                         : CORRAL_PATH_DENY,
 		                           arg, err) < 0)
-			return cli_bad_value(c == OPT_RO ? "--ro" : c == OPT_RW ? "--rw" : "--hide", arg,
-			                 err->message);
+			return cli_bad_value(c == OPT_RO   ? "--ro"
+			                     : c == OPT_RW ? "--rw"
+			                                   : "--hide",
+			                     arg, err->message);
 		return 0;
 	case OPT_DRY_RUN:
 		o->dry_run = true;
@@ -191,6 +195,15 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		return 0;
 	case OPT_AUDIT_OUTPUT:
 		o->audit_output = true;
+		return 0;
+	case OPT_PIPE:
+		if (o->name) {
+			cli_error("--pipe is an option of corral run, not of corral %s", o->name);
+			return EXIT_CORRAL_FAILED;
+		}
+		if (o->n_pipes < ARRAY_SIZE(o->pipes))
+			o->pipes[o->n_pipes] = arg;
+		o->n_pipes++;
 		return 0;
 	case OPT_REDACT:
 		if (!strcmp(arg, "redact") || !strcmp(arg, "on"))
@@ -312,8 +325,8 @@ static struct corral_result *run_with_signals(const corral_config *cfg, struct c
 
 /* Record the run in the audit store. Never fails the run: a store that cannot be written
  * is reported once on stderr. */
-static void audit_run(const corral_config *cfg, const struct run_opts *o,
-                      const struct corral_result *res, int64_t started_ms)
+void run_audit(const corral_config *cfg, const struct run_opts *o, const struct corral_result *res,
+               int64_t started_ms, bool cancelled)
 {
 	if (o->audit && !strcmp(o->audit, "off"))
 		return;
@@ -327,18 +340,18 @@ static void audit_run(const corral_config *cfg, const struct run_opts *o,
 	policy_hash(cfg, hash);
 	char *viol = result_violations_json(res);
 	struct audit_run r = {
-		.res = res,
-		.kind = "run",
-		.client = "cli",
-		.cwd = cfg->cwd ? cfg->cwd : cfg->workspace,
-		.profile = cfg->profile_name ? cfg->profile_name : "default",
-		.policy_hash = hash,
-		.started_at_ms = started_ms,
-		.store_output = o->audit_output,
-		.cancelled = res->signal && !res->timed_out && res->limit == CORRAL_HIT_NONE &&
-		             cancelled_by_signal,
-		.violations_json = viol,
-		.redactions = res->redactions,
+	    .res = res,
+	    .kind = "run",
+	    .client = "cli",
+	    .cwd = cfg->cwd ? cfg->cwd : cfg->workspace,
+	    .profile = cfg->profile_name ? cfg->profile_name : "default",
+	    .policy_hash = hash,
+	    .started_at_ms = started_ms,
+	    .store_output = o->audit_output,
+	    .cancelled =
+	        res->signal && !res->timed_out && res->limit == CORRAL_HIT_NONE && cancelled,
+	    .violations_json = viol,
+	    .redactions = res->redactions,
 	};
 	if (audit_record_run(a, &r, &err) < 0)
 		cli_error("audit: %s (the run itself is not affected)", err.message);
@@ -346,7 +359,7 @@ static void audit_run(const corral_config *cfg, const struct run_opts *o,
 	audit_close(a);
 }
 
-static int exit_code_for(const struct corral_result *res)
+int run_exit_code(const struct corral_result *res)
 {
 	if (res->error.code == CORRAL_ENOTFOUND)
 		return EXIT_CORRAL_NOTFOUND;
@@ -362,7 +375,7 @@ static int exit_code_for(const struct corral_result *res)
 }
 
 /* Warn about --env NAME that a deny rule withholds: the user asked for it by name. */
-static void warn_withheld(const corral_config *cfg, int argc, char **argv)
+void run_warn_withheld(const corral_config *cfg, int argc, char **argv)
 {
 	for (int i = 1; i + 1 < argc; i++) {
 		if (strcmp(argv[i], "--env") || strchr(argv[i + 1], '='))
@@ -375,8 +388,8 @@ static void warn_withheld(const corral_config *cfg, int argc, char **argv)
 	}
 }
 
-static int configure(int argc, char **argv, corral_config *cfg, struct run_opts *o,
-                     struct corral_error *err)
+int run_parse_opts(int argc, char **argv, corral_config *cfg, struct run_opts *o,
+                   struct corral_error *err)
 {
 	o->timeout_ms = 60000;
 	o->kill_after_ms = 2000;
@@ -392,14 +405,14 @@ static int configure(int argc, char **argv, corral_config *cfg, struct run_opts 
 	/* '+': stop at the first non-option, so the command's own flags are left alone */
 	while ((c = getopt_long(argc, argv, "+c:w:C:t:ih", long_opts, NULL)) != -1) {
 		if (c == 'h') {
-			usage_run(stdout);
+			(o->usage ? o->usage : usage_run)(stdout);
 			free(seen);
 			return -1;
 		}
 		if (c == '?' || c == ':') {
-			cli_error("%s '%s'; run 'corral help run' for the list of options",
+			cli_error("%s '%s'; run 'corral help %s' for the list of options",
 			          optopt ? "option needs a value or is unknown:" : "unknown option",
-			          argv[optind - 1]);
+			          argv[optind - 1], o->name ? o->name : "run");
 			free(seen);
 			return EXIT_CORRAL_FAILED;
 		}
@@ -434,19 +447,30 @@ static int configure(int argc, char **argv, corral_config *cfg, struct run_opts 
 		cli_error("%s", err->message);
 		return EXIT_CORRAL_FAILED;
 	}
+	return 0;
+}
+
+static int configure(int argc, char **argv, corral_config *cfg, struct run_opts *o,
+                     struct corral_error *err)
+{
+	int r = run_parse_opts(argc, argv, cfg, o, err);
+	if (r)
+		return r;
+	if (o->n_pipes && (r = run_pipe_check(o, optind < argc ? argv[optind] : NULL)) != 0)
+		return r;
 	if (o->shell && optind < argc) {
 		cli_error("give either -c 'SHELL STRING' or a COMMAND, not both");
 		return EXIT_CORRAL_FAILED;
 	}
 	static const char *const explain_only[] = {"true", NULL};
-	int r = o->shell ? corral_config_set_shell(cfg, o->shell, err)
-	        : optind >= argc && o->dry_run
-	                ? corral_config_set_argv(cfg, explain_only, err)
-	        : optind < argc
-	                ? corral_config_set_argv(cfg, (const char *const *)argv + optind, err)
-	                : corral_set_error(err, CORRAL_EINVAL, 0, "usage",
-	                                   "no command given; usage: corral run [OPTIONS] [--] "
-	                                   "COMMAND [ARG...]");
+	/* a pipeline's stages each set their own command; the first stands in until then */
+	r = o->n_pipes                     ? corral_config_set_shell(cfg, o->pipes[0], err)
+	    : o->shell                     ? corral_config_set_shell(cfg, o->shell, err)
+	    : optind >= argc && o->dry_run ? corral_config_set_argv(cfg, explain_only, err)
+	    : optind < argc ? corral_config_set_argv(cfg, (const char *const *)argv + optind, err)
+	                    : corral_set_error(err, CORRAL_EINVAL, 0, "usage",
+	                                       "no command given; usage: corral run [OPTIONS] [--] "
+	                                       "COMMAND [ARG...]");
 	if (r < 0) {
 		cli_error("%s", err->message);
 		return EXIT_CORRAL_FAILED;
@@ -482,7 +506,12 @@ int cmd_run(int argc, char **argv)
 		corral_config_free(cfg);
 		return r < 0 ? 0 : r;
 	}
-	warn_withheld(cfg, argc, argv);
+	run_warn_withheld(cfg, argc, argv);
+	if (o.n_pipes) {
+		r = run_pipeline(cfg, &o);
+		corral_config_free(cfg);
+		return r;
+	}
 	if (o.dry_run) {
 		int rc = print_explain(cfg, o.json);
 		corral_config_free(cfg);
@@ -496,8 +525,9 @@ int cmd_run(int argc, char **argv)
 	struct corral_result *res = run_with_signals(cfg, &err);
 	int code = EXIT_CORRAL_FAILED;
 	if (res) {
-		code = exit_code_for(res);
-		audit_run(cfg, &o, res, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000);
+		code = run_exit_code(res);
+		run_audit(cfg, &o, res, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000,
+		          cancelled_by_signal);
 		if (o.json) {
 			char *json = NULL;
 			if (corral_result_to_json(res, &json, &err) == 0) {
@@ -519,7 +549,8 @@ int cmd_run(int argc, char **argv)
 			if (!o.quiet && res->redactions)
 				cli_error("%llu secret(s) %s in the output",
 				          (unsigned long long)res->redactions,
-				          strcmp(res->redaction_mode, "flag") ? "redacted" : "flagged");
+				          strcmp(res->redaction_mode, "flag") ? "redacted"
+				                                              : "flagged");
 		}
 		corral_result_free(res);
 	} else {

@@ -152,12 +152,17 @@ struct mcp_options {
 	char **allow_env; /* fnmatch patterns of names a call may set (besides base's env
 	                     allow globs); deny globs still win */
 	size_t n_allow_env;
-	unsigned max_concurrent; /* running sandboxes */
-	size_t max_queue;        /* waiting calls beyond that */
-	size_t max_message;      /* bytes per incoming message */
-	bool audit_off;          /* --audit off */
-	char *audit_path;        /* --audit PATH, or NULL for the default store */
-	bool audit_output;       /* --audit-output */
+	unsigned max_concurrent;  /* running sandboxes */
+	size_t max_queue;         /* waiting calls beyond that */
+	size_t max_message;       /* bytes per incoming message */
+	bool audit_off;           /* --audit off */
+	char *audit_path;         /* --audit PATH, or NULL for the default store */
+	bool audit_output;        /* --audit-output */
+	unsigned max_sessions;    /* shell sessions open at once */
+	uint64_t session_idle_ms; /* a session idle this long is closed (0: never) */
+	unsigned max_jobs;        /* background jobs running at once */
+	uint64_t job_timeout_ms;  /* a job's longest life (0: none) */
+	size_t max_finished_jobs; /* finished jobs kept for job_output */
 };
 
 void mcp_options_free(struct mcp_options *o);
@@ -174,16 +179,33 @@ void mcp_tools_init(const struct mcp_options *o);
 /* tools/list result for the negotiated version (new reference). */
 json_t *mcp_tools_list(const struct mcp_options *o, const char *version);
 
+enum mcp_tool_id {
+	TOOL_RUN_COMMAND,
+	TOOL_RUN_CODE,
+	TOOL_CAN_I,
+	/* the stateful tools (server.c keeps the sessions and jobs); keep these last */
+	TOOL_SHELL_EXEC,
+	TOOL_SHELL_CLOSE,
+	TOOL_SHELL_LIST,
+	TOOL_JOB_START,
+	TOOL_JOB_OUTPUT,
+	TOOL_JOB_KILL,
+	TOOL_JOB_LIST,
+	TOOL_RUN_PIPELINE,
+};
+
 /* A call ready to run: its configuration and what the text result needs. */
 struct mcp_plan {
-	corral_config *cfg;  /* owned: a copy of the server's base, narrowed by the call */
-	char *display;       /* "$ ..." headline */
-	char **argv;         /* the command as configured, for a result when spawn fails */
-	char *command;       /* the shell string, or NULL */
-	uint64_t timeout_ms; /* effective timeout, for "timed out after" */
-	json_t *answer;      /* MCP_PREP_ANSWERED: the CallToolResult (owned) */
-	json_t *queries;     /* MCP_PREP_ANSWERED by can_i: the policy answers, an array of
-	                        {op, target, allowed, rule, reason} for the audit (owned) */
+	enum mcp_tool_id tool; /* MCP_PREP_STATEFUL: which one */
+	json_t *args;          /* MCP_PREP_STATEFUL: the validated arguments (owned) */
+	corral_config *cfg;    /* owned: a copy of the server's base, narrowed by the call */
+	char *display;         /* "$ ..." headline */
+	char **argv;           /* the command as configured, for a result when spawn fails */
+	char *command;         /* the shell string, or NULL */
+	uint64_t timeout_ms;   /* effective timeout, for "timed out after" */
+	json_t *answer;        /* MCP_PREP_ANSWERED: the CallToolResult (owned) */
+	json_t *queries;       /* MCP_PREP_ANSWERED by can_i: the policy answers, an array of
+	                          {op, target, allowed, rule, reason} for the audit (owned) */
 };
 void mcp_plan_free(struct mcp_plan *p);
 
@@ -192,6 +214,8 @@ enum mcp_prepare {
 	MCP_PREP_UNKNOWN_TOOL, /* why filled */
 	MCP_PREP_BAD_ARGS,     /* why filled */
 	MCP_PREP_ANSWERED,     /* nothing to run: plan->answer is the result (can_i) */
+	MCP_PREP_STATEFUL,     /* a session, job or pipeline tool: plan->tool, plan->args
+	                          (and plan->cfg for what starts a sandbox) */
 };
 /* Validate a tools/call into a plan. UNKNOWN_TOOL and BAD_ARGS fill why (one line that names
  * the argument and says what is expected). args may be NULL. version shapes an immediate
@@ -203,6 +227,8 @@ enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
 /* The CallToolResult of a finished run (new reference). */
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
                         const char *version);
+/* A CallToolResult carrying a JSON object (text + structuredContent). Steals structured. */
+json_t *mcp_tool_json(json_t *structured, bool is_error, const char *version);
 /* The CallToolResult of a call that could not run: isError with the message. */
 json_t *mcp_tool_error(const char *message);
 /* A run that could not be started (corral_spawn failed), described in the result schema:

@@ -53,7 +53,7 @@
 #define AUDIT_FAILS_BEFORE_PAUSE 3
 #define AUDIT_PAUSE_MS 5000
 
-enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL };
+enum watch_kind { W_STDIN, W_STDOUT, W_SIGNAL, W_TIMER, W_CALL, W_SESSION, W_JOB };
 struct watch {
 	enum watch_kind kind;
 };
@@ -70,6 +70,11 @@ struct call {
 	json_t *progress_token; /* owned, or NULL */
 	struct mcp_plan plan;
 	corral_proc *proc;
+	corral_pipeline *pl; /* run_pipeline */
+	struct msess *sess;  /* shell_exec: the session it runs in (not counted as running) */
+	struct mjob *jkill;  /* job_kill: the job it waits for */
+	bool new_session;    /* shell_exec opened the session */
+	bool stateful;       /* waits on a session or a job: not counted in running */
 	bool cancelled;
 	uint64_t t_start, t_progress;
 	uint64_t out_bytes;
@@ -86,8 +91,30 @@ struct call {
 	char policy_hash[65];
 };
 
+/* A shell session the server holds, and a background job. */
+struct msess {
+	struct watch w; /* first: the epoll cookie */
+	corral_session *s;
+	struct call *waiting; /* the shell_exec in progress */
+	struct msess *next;
+};
+
+struct mjob {
+	struct watch w; /* first */
+	corral_job *j;
+	char session[37];    /* "" for a job in a sandbox of its own */
+	struct call *killer; /* a job_kill waiting for the end */
+	struct mjob *next;
+	int64_t started_wall;
+	uint64_t started, ended; /* monotonic ms; ended 0 while it runs */
+	bool done;
+};
+
 struct server {
 	const struct mcp_options *o;
+	struct msess *sessions;
+	unsigned n_sessions;
+	struct mjob *jobs;
 	int epfd, in_fd, out_fd, sigfd, timerfd;
 	struct watch w_in, w_out, w_sig, w_timer;
 	bool in_pollable, out_pollable, in_paused, out_watching, timer_armed;
@@ -259,8 +286,14 @@ static void send_line(struct server *s, char *line)
 
 static void call_free(struct call *c)
 {
+	if (c->sess && c->sess->waiting == c)
+		c->sess->waiting = NULL;
+	if (c->jkill && c->jkill->killer == c)
+		c->jkill->killer = NULL;
 	if (c->proc)
 		corral_proc_destroy(c->proc);
+	if (c->pl)
+		corral_pipeline_destroy(c->pl);
 	json_decref(c->id);
 	json_decref(c->progress_token);
 	mcp_plan_free(&c->plan);
@@ -455,8 +488,15 @@ static void call_retire(struct server *s, struct call *c)
 	if (c->state == CALL_RUNNING) {
 		if (c->proc)
 			epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_proc_fd(c->proc), NULL);
-		s->running--;
+		if (c->pl)
+			epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_pipeline_fd(c->pl), NULL);
+		if (!c->stateful)
+			s->running--;
 	}
+	if (c->sess && c->sess->waiting == c)
+		c->sess->waiting = NULL;
+	if (c->jkill && c->jkill->killer == c)
+		c->jkill->killer = NULL;
 	c->state = CALL_DONE;
 	c->dnext = s->done;
 	s->done = c;
@@ -513,8 +553,14 @@ static void on_output(void *ud, int stream, const char *buf, size_t len)
 	track_line(c, buf, len);
 }
 
+static void start_pipeline(struct server *s, struct call *c);
+
 static void start_call(struct server *s, struct call *c)
 {
+	if (c->plan.tool == TOOL_RUN_PIPELINE) {
+		start_pipeline(s, c);
+		return;
+	}
 	struct corral_error err = {0};
 	const corral_config *cfg = c->plan.cfg;
 	c->started_wall_ms = wall_ms();
@@ -560,8 +606,14 @@ static void start_call(struct server *s, struct call *c)
 	c->t_start = c->t_progress = now_ms();
 }
 
+static void step_pipeline(struct server *s, struct call *c);
+
 static void step_call(struct server *s, struct call *c)
 {
+	if (c->pl) {
+		step_pipeline(s, c);
+		return;
+	}
 	struct corral_error err = {0};
 	int r = corral_proc_step(c->proc, 0, &err);
 	if (r == 0)
@@ -736,10 +788,13 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	/* whole, never cut: a path cut inside a UTF-8 sequence would not be JSON text */
 	int n = asprintf(
 	    &instr,
-	    "corral runs commands in a Linux sandbox. Every tool call gets a fresh sandbox: "
+	    "corral runs commands in a Linux sandbox. Every run_command, run_code and "
+	    "run_pipeline call gets a fresh sandbox: "
 	    "the workspace %s is %s and is the current directory and HOME; the rest "
 	    "of the system is read-only; /tmp is private and empty; %s; no process outlives "
-	    "the call, and %s. Policy: profile %s. Timeout per call: %s (timeout_s can only "
+	    "the call, and %s. For state across calls (cd, export, a server you come back "
+	    "to), use shell_exec (a persistent sandboxed shell session) and job_start "
+	    "(background jobs). Policy: profile %s. Timeout per call: %s (timeout_s can only "
 	    "lower it). Up to %u calls run at once; more wait in a queue. Ask can_i whether "
 	    "a read, write, exec or connect is allowed before relying on it; the policy "
 	    "cannot be changed from here.",
@@ -788,6 +843,735 @@ static void m_tools_list(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		               "invalid params: params.cursor: unknown cursor (this server sends "
 		               "one page)");
 	r->result = mcp_tools_list(s->o, s->version);
+}
+
+/* ---- sessions, jobs, pipelines ----------------------------------------------------------
+ * The server holds shell sessions and background jobs across calls. Each has its own watch
+ * in the epoll set for its whole life (not only while a call waits on it), so that output of
+ * background processes keeps flowing and a job's ring keeps filling. A shell_exec waits on
+ * its session; a job_kill waits for its job to end; everything else is answered at once.
+ * Sessions idle longer than --session-idle are closed; a job running longer than
+ * --job-timeout is stopped. */
+
+static struct call *deferred_call(struct server *s, const json_t *id, const json_t *token,
+                                  struct mcp_plan *plan)
+{
+	struct call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->w.kind = W_CALL;
+	c->srv = s;
+	c->id = json_deep_copy(id);
+	c->progress_token = token ? json_deep_copy(token) : NULL;
+	c->plan = *plan;
+	memset(plan, 0, sizeof(*plan));
+	c->state = CALL_RUNNING;
+	c->stateful = true;
+	c->next = s->calls;
+	if (s->calls)
+		s->calls->prev = c;
+	s->calls = c;
+	c->t_start = c->t_progress = now_ms();
+	c->started_wall_ms = wall_ms();
+	return c;
+}
+
+static struct msess *find_session(struct server *s, const char *id)
+{
+	for (struct msess *m = s->sessions; m; m = m->next)
+		if (!strcmp(corral_session_id(m->s), id))
+			return m;
+	return NULL;
+}
+
+static struct mjob *find_job(struct server *s, const char *id)
+{
+	for (struct mjob *j = s->jobs; j; j = j->next)
+		if (!strcmp(corral_job_id(j->j), id))
+			return j;
+	return NULL;
+}
+
+static unsigned jobs_running(const struct server *s)
+{
+	unsigned n = 0;
+	for (struct mjob *j = s->jobs; j; j = j->next)
+		n += !j->done;
+	return n;
+}
+
+static void session_free(struct server *s, struct msess *m)
+{
+	for (struct msess **pp = &s->sessions; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
+			break;
+		}
+	s->n_sessions--;
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_session_fd(m->s), NULL);
+	if (m->waiting) {
+		m->waiting->sess = NULL;
+		respond(s, m->waiting,
+		        mcp_tool_error("the session was closed while the command ran"));
+		call_retire(s, m->waiting);
+	}
+	corral_session_close(m->s);
+	free(m);
+}
+
+static void session_answer(struct server *s, struct msess *m)
+{
+	struct call *c = m->waiting;
+	struct corral_result *res = NULL;
+	struct corral_error err = {0};
+	if (!c)
+		return;
+	m->waiting = NULL;
+	c->sess = NULL;
+	if (corral_session_result(m->s, &res, &err) < 0) {
+		respond(s, c, mcp_tool_error(err.message));
+		call_retire(s, c);
+		return;
+	}
+	if (s->audit) {
+		/* recorded as a session command */
+		const corral_config *base = s->o->base;
+		char *viol = result_violations_json(res);
+		struct audit_run ar = {
+		    .res = res,
+		    .kind = "session_cmd",
+		    .client = "mcp",
+		    .client_info_json = s->client_info,
+		    .cwd = s->o->workspace,
+		    .profile = base->profile_name ? base->profile_name : "default",
+		    .started_at_ms = c->started_wall_ms,
+		    .store_output = s->o->audit_output,
+		    .cancelled = c->cancelled,
+		    .violations_json = viol,
+		    .redactions = res->redactions,
+		};
+		struct corral_error aerr = {0};
+		if (audit_ready(s) && audit_record_run(s->audit, &ar, &aerr) < 0)
+			audit_failed(s, &aerr);
+		free(viol);
+	}
+	json_t *out = c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version);
+	if (out) {
+		char note[300];
+		if (res->session_restarted)
+			snprintf(
+			    note, sizeof(note),
+			    "session %s: the command did not stop after its timeout and the "
+			    "shell was restarted: its working directory, variables, functions, "
+			    "background processes and /tmp were lost (workspace files persist)",
+			    res->session_id);
+		else if (res->session_ended)
+			snprintf(note, sizeof(note),
+			         "session %s has ended (its shell exited); omit session to start a "
+			         "new one",
+			         res->session_id);
+		else
+			snprintf(note, sizeof(note), "session %s%s", res->session_id,
+			         c->new_session ? " (new; pass it as session to continue in it)"
+			                        : "");
+		json_array_insert_new(json_object_get(out, "content"), 0,
+		                      json_pack("{s:s, s:s}", "type", "text", "text", note));
+	}
+	respond(s, c, out);
+	call_retire(s, c);
+	bool ended = res->session_ended;
+	corral_result_free(res);
+	if (ended)
+		session_free(s, m);
+}
+
+static void session_event(struct server *s, struct msess *m)
+{
+	struct corral_error err = {0};
+	int r = corral_session_step(m->s, 0, &err);
+	if (r == 1)
+		session_answer(s, m);
+}
+
+static json_t *job_json(const struct mjob *j)
+{
+	struct corral_job_output o;
+	struct corral_error err = {0};
+	if (corral_job_read(j->j, UINT64_MAX, 1, &o, &err) < 0)
+		return json_object();
+	json_t *v =
+	    json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:I, s:I, s:I}", "job", corral_job_id(j->j),
+	              "command", corral_job_command(j->j), "session",
+	              j->session[0] ? json_string(j->session) : json_null(), "running", o.running,
+	              "exit_code", !o.running && o.exited ? json_integer(o.exit_code) : json_null(),
+	              "signal", o.signal ? json_integer(o.signal) : json_null(), "duration_ms",
+	              (json_int_t)o.duration_ms, "total_bytes", (json_int_t)o.total_bytes,
+	              "dropped_bytes", (json_int_t)o.dropped_bytes);
+	const char *lim = corral_limit_hit_name(o.limit);
+	json_object_set_new(v, "limit", lim ? json_string(lim) : json_null());
+	corral_job_output_free(&o);
+	return v;
+}
+
+static void job_event(struct server *s, struct mjob *j)
+{
+	struct corral_error err = {0};
+	if (j->done)
+		return;
+	if (corral_job_step(j->j, 0, &err) != 1)
+		return;
+	j->done = true;
+	j->ended = now_ms();
+	epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_job_fd(j->j), NULL);
+	json_t *v = job_json(j);
+	if (audit_ready(s)) {
+		char *d = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		struct corral_error aerr = {0};
+		if (d && audit_record_event(s->audit, "job", NULL, d, &aerr) < 0)
+			audit_failed(s, &aerr);
+		free(d);
+	}
+	if (j->killer) {
+		struct call *c = j->killer;
+		j->killer = NULL;
+		c->jkill = NULL;
+		respond(s, c, mcp_tool_json(json_incref(v), false, s->version));
+		call_retire(s, c);
+	}
+	json_decref(v);
+	/* finished jobs are kept for job_output, the oldest dropped beyond the limit */
+	size_t finished = 0;
+	for (struct mjob *k = s->jobs; k; k = k->next)
+		finished += k->done && !k->killer;
+	while (finished > s->o->max_finished_jobs) {
+		struct mjob **oldest = NULL;
+		for (struct mjob **pp = &s->jobs; *pp; pp = &(*pp)->next)
+			if ((*pp)->done && !(*pp)->killer &&
+			    (!oldest || (*pp)->ended < (*oldest)->ended))
+				oldest = pp;
+		if (!oldest)
+			break;
+		struct mjob *d = *oldest;
+		*oldest = d->next;
+		corral_job_free(d->j);
+		free(d);
+		finished--;
+	}
+}
+
+static int stateful_timeout(struct server *s)
+{
+	int t = -1;
+	uint64_t now = now_ms();
+	for (struct msess *m = s->sessions; m; m = m->next) {
+		int n = corral_session_next_timeout_ms(m->s);
+		if (n >= 0 && (t < 0 || n < t))
+			t = n;
+		if (s->o->session_idle_ms && !m->waiting) {
+			struct corral_session_info in;
+			corral_session_info(m->s, &in);
+			uint64_t left = in.idle_ms >= s->o->session_idle_ms
+			                    ? 0
+			                    : s->o->session_idle_ms - in.idle_ms;
+			if (t < 0 || left < (uint64_t)t)
+				t = (int)(left > 60000 ? 60000 : left);
+		}
+	}
+	for (struct mjob *j = s->jobs; j; j = j->next) {
+		if (j->done)
+			continue;
+		int n = corral_job_next_timeout_ms(j->j);
+		if (n >= 0 && (t < 0 || n < t))
+			t = n;
+		if (s->o->job_timeout_ms) {
+			uint64_t end = j->started + s->o->job_timeout_ms;
+			int left = end > now ? (int)(end - now > 60000 ? 60000 : end - now) : 0;
+			if (t < 0 || left < t)
+				t = left;
+		}
+	}
+	return t;
+}
+
+/* Deadlines without readiness, idle expiry, job lifetimes. */
+static void stateful_tick(struct server *s)
+{
+	uint64_t now = now_ms();
+	for (struct msess *m = s->sessions, *next; m; m = next) {
+		next = m->next;
+		if (corral_session_next_timeout_ms(m->s) == 0) {
+			session_event(s, m);
+			continue; /* it may be gone */
+		}
+		if (s->o->session_idle_ms && !m->waiting) {
+			struct corral_session_info in;
+			corral_session_info(m->s, &in);
+			if (in.idle_ms >= s->o->session_idle_ms) {
+				logmsg("session %s closed after %llu s idle", in.id,
+				       (unsigned long long)(in.idle_ms / 1000));
+				session_free(s, m);
+			}
+		}
+	}
+	for (struct mjob *j = s->jobs; j; j = j->next) {
+		if (j->done)
+			continue;
+		/* due, or already ended (a job_output read may have taken its last event) */
+		if (corral_job_next_timeout_ms(j->j) == 0 || !corral_job_running(j->j))
+			job_event(s, j);
+		if (!j->done && s->o->job_timeout_ms && now >= j->started + s->o->job_timeout_ms &&
+		    corral_job_running(j->j))
+			corral_job_kill(j->j, s->o->kill_after_ms, NULL);
+	}
+}
+
+static void stateful_shutdown(struct server *s)
+{
+	while (s->jobs) {
+		struct mjob *j = s->jobs;
+		s->jobs = j->next;
+		if (j->killer) {
+			j->killer->jkill = NULL;
+			j->killer->cancelled = true;
+		}
+		corral_job_free(j->j);
+		free(j);
+	}
+	while (s->sessions) {
+		if (s->sessions->waiting)
+			s->sessions->waiting->cancelled = true;
+		session_free(s, s->sessions);
+	}
+}
+
+static json_t *answer_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_t *answer_error(const char *fmt, ...)
+{
+	char msg[700];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return mcp_tool_error(msg);
+}
+
+static void stateful_call(struct server *s, const json_t *id, const json_t *token,
+                          struct mcp_plan *plan, struct jr_reply *r)
+{
+	const json_t *a = plan->args;
+	const char *sid = json_string_value(json_object_get(a, "session"));
+	const char *jid = json_string_value(json_object_get(a, "job"));
+	struct corral_error err = {0};
+	switch (plan->tool) {
+	case TOOL_SHELL_EXEC: {
+		struct msess *m = NULL;
+		bool fresh = false;
+		if (sid) {
+			m = find_session(s, sid);
+			if (!m) {
+				r->result = answer_error(
+				    "session %s: no such session (it was closed, expired after "
+				    "%llu s "
+				    "idle, or never existed); omit session to start a new one",
+				    sid, (unsigned long long)(s->o->session_idle_ms / 1000));
+				break;
+			}
+			if (m->waiting) {
+				r->result = answer_error(
+				    "session %s is busy with another command; wait for its result "
+				    "(one "
+				    "command at a time per session), or use another session",
+				    sid);
+				break;
+			}
+		} else {
+			if (s->n_sessions >= s->o->max_sessions) {
+				r->result = answer_error(
+				    "too many sessions: %u are open (the server's limit); close "
+				    "one with "
+				    "shell_close, or reuse one by passing its id as session",
+				    s->n_sessions);
+				break;
+			}
+			corral_session *cs = NULL;
+			if (corral_session_open(plan->cfg, NULL, &cs, &err) < 0) {
+				r->result =
+				    answer_error("the session could not start: %s", err.message);
+				break;
+			}
+			m = calloc(1, sizeof(*m));
+			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = m};
+			if (!m ||
+			    epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_session_fd(cs), &ev) < 0) {
+				corral_session_close(cs);
+				free(m);
+				r->result = answer_error("the session could not be watched: %s",
+				                         strerror(errno ? errno : ENOMEM));
+				break;
+			}
+			m->w.kind = W_SESSION;
+			m->s = cs;
+			m->next = s->sessions;
+			s->sessions = m;
+			s->n_sessions++;
+			fresh = true;
+		}
+		const char *cmd = json_string_value(json_object_get(a, "command"));
+		uint64_t to = plan->timeout_ms;
+		if (corral_session_begin(m->s, cmd, to, &err) < 0) {
+			r->result = answer_error("%s", err.message);
+			if (err.code == CORRAL_ESTATE)
+				session_free(s, m);
+			break;
+		}
+		struct call *c = deferred_call(s, id, token, plan);
+		if (!c) {
+			r->code = JR_INTERNAL_ERROR;
+			snprintf(r->message, sizeof(r->message), "internal error: out of memory");
+			break;
+		}
+		c->sess = m;
+		c->new_session = fresh;
+		m->waiting = c;
+		r->deferred = true;
+		return;
+	}
+	case TOOL_SHELL_CLOSE: {
+		struct msess *m = find_session(s, sid);
+		if (!m) {
+			r->result = answer_error("session %s: no such session (already closed or "
+			                         "expired?); shell_list shows the open ones",
+			                         sid);
+			break;
+		}
+		struct corral_session_info in;
+		corral_session_info(m->s, &in);
+		json_t *v = json_pack("{s:s, s:b, s:i}", "closed", sid, "was_busy", in.busy,
+		                      "commands", (int)in.commands);
+		session_free(s, m);
+		r->result = mcp_tool_json(v, false, s->version);
+		break;
+	}
+	case TOOL_SHELL_LIST: {
+		json_t *arr = json_array();
+		for (struct msess *m = s->sessions; m; m = m->next) {
+			struct corral_session_info in;
+			corral_session_info(m->s, &in);
+			json_array_append_new(
+			    arr, json_pack("{s:s, s:b, s:b, s:i, s:i, s:i, s:f, s:I, s:s}",
+			                   "session", in.id, "alive", in.alive, "busy", in.busy,
+			                   "commands", (int)in.commands, "restarts",
+			                   (int)in.restarts, "jobs", (int)in.jobs, "idle_s",
+			                   (double)in.idle_ms / 1000.0, "output_bytes",
+			                   (json_int_t)in.output_bytes, "shell", in.shell));
+		}
+		r->result =
+		    mcp_tool_json(json_pack("{s:o, s:i, s:f}", "sessions", arr, "max_sessions",
+		                            (int)s->o->max_sessions, "idle_expiry_s",
+		                            (double)s->o->session_idle_ms / 1000.0),
+		                  false, s->version);
+		break;
+	}
+	case TOOL_JOB_START: {
+		if (jobs_running(s) >= s->o->max_jobs) {
+			r->result =
+			    answer_error("too many jobs: %u are running (the server's limit); "
+			                 "stop one with job_kill, or wait for one to end",
+			                 jobs_running(s));
+			break;
+		}
+		corral_job *cj = NULL;
+		int rc;
+		struct msess *m = NULL;
+		if (sid) {
+			m = find_session(s, sid);
+			if (!m) {
+				r->result =
+				    answer_error("session %s: no such session; omit session "
+				                 "for a job in a sandbox of its own",
+				                 sid);
+				break;
+			}
+			rc = corral_session_job_start(m->s, plan->command, &cj, &err);
+		} else {
+			rc = corral_job_start(plan->cfg, &cj, &err);
+		}
+		if (rc < 0) {
+			r->result = answer_error("the job could not start: %s", err.message);
+			break;
+		}
+		struct mjob *j = calloc(1, sizeof(*j));
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = j};
+		if (!j || epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_job_fd(cj), &ev) < 0) {
+			corral_job_free(cj);
+			free(j);
+			r->result = answer_error("the job could not be watched: %s",
+			                         strerror(errno ? errno : ENOMEM));
+			break;
+		}
+		j->w.kind = W_JOB;
+		j->j = cj;
+		if (sid)
+			snprintf(j->session, sizeof(j->session), "%s", sid);
+		j->started = now_ms();
+		j->started_wall = wall_ms();
+		j->next = s->jobs;
+		s->jobs = j;
+		json_t *v = job_json(j);
+		json_object_set_new(v, "hint",
+		                    json_string("read its output with job_output (pass next_offset "
+		                                "back as since_offset); stop it with job_kill"));
+		r->result = mcp_tool_json(v, false, s->version);
+		break;
+	}
+	case TOOL_JOB_OUTPUT: {
+		struct mjob *j = find_job(s, jid);
+		if (!j) {
+			r->result =
+			    answer_error("job %s: no such job (finished jobs are kept for a "
+			                 "while; job_list shows them)",
+			                 jid);
+			break;
+		}
+		json_t *so = json_object_get(a, "since_offset"),
+		       *mb = json_object_get(a, "max_bytes");
+		uint64_t since = so ? (uint64_t)json_integer_value(so) : 0;
+		size_t max = mb ? (size_t)json_integer_value(mb) : 65536;
+		struct corral_job_output o;
+		if (corral_job_read(j->j, since, max, &o, &err) < 0) {
+			r->result = answer_error("%s", err.message);
+			break;
+		}
+		json_t *v = job_json(j);
+		json_object_set_new(v, "stdout", json_bytes(o.stdout_buf, o.stdout_len));
+		json_object_set_new(v, "stderr", json_bytes(o.stderr_buf, o.stderr_len));
+		json_object_set_new(v, "from_offset", json_integer((json_int_t)o.from_offset));
+		json_object_set_new(v, "next_offset", json_integer((json_int_t)o.next_offset));
+		json_object_set_new(v, "missed_bytes", json_integer((json_int_t)o.missed));
+		json_object_set_new(v, "more", json_boolean(o.next_offset < o.total_bytes));
+		corral_job_output_free(&o);
+		r->result = mcp_tool_json(v, false, s->version);
+		break;
+	}
+	case TOOL_JOB_KILL: {
+		struct mjob *j = find_job(s, jid);
+		if (!j) {
+			r->result =
+			    answer_error("job %s: no such job; job_list shows the jobs", jid);
+			break;
+		}
+		if (j->done) {
+			r->result = mcp_tool_json(job_json(j), false, s->version);
+			break;
+		}
+		if (j->killer) {
+			r->result = answer_error("job %s is already being stopped", jid);
+			break;
+		}
+		corral_job_kill(j->j, s->o->kill_after_ms, &err);
+		struct call *c = deferred_call(s, id, token, plan);
+		if (!c) {
+			r->code = JR_INTERNAL_ERROR;
+			snprintf(r->message, sizeof(r->message), "internal error: out of memory");
+			break;
+		}
+		c->jkill = j;
+		j->killer = c;
+		r->deferred = true;
+		return;
+	}
+	case TOOL_JOB_LIST: {
+		json_t *arr = json_array();
+		for (struct mjob *j = s->jobs; j; j = j->next)
+			json_array_append_new(arr, job_json(j));
+		r->result =
+		    mcp_tool_json(json_pack("{s:o, s:i, s:i}", "jobs", arr, "running",
+		                            (int)jobs_running(s), "max_jobs", (int)s->o->max_jobs),
+		                  false, s->version);
+		break;
+	}
+	default:
+		r->result = answer_error("internal error: not a stateful tool");
+		break;
+	}
+	mcp_plan_free(plan);
+}
+
+/* ---- run_pipeline: a call like a run, with one epoll descriptor for all its stages ------ */
+
+static void pipeline_respond(struct server *s, struct call *c,
+                             const struct corral_pipeline_result *pr)
+{
+	char *json = NULL;
+	struct corral_error err = {0};
+	if (corral_pipeline_result_to_json(pr, &json, &err) < 0) {
+		respond(s, c, mcp_tool_error(err.message));
+		return;
+	}
+	json_t *structured = json_loads(json, 0, NULL);
+	free(json);
+	/* every stage in the audit record, as a pipeline stage */
+	for (size_t i = 0; i < pr->n_stages && s->audit; i++) {
+		if (!audit_ready(s))
+			continue;
+		char *viol = result_violations_json(pr->stages[i]);
+		struct audit_run ar = {
+		    .res = pr->stages[i],
+		    .kind = "pipeline_stage",
+		    .client = "mcp",
+		    .client_info_json = s->client_info,
+		    .cwd = c->cwd ? c->cwd : s->o->workspace,
+		    .profile = s->o->base->profile_name ? s->o->base->profile_name : "default",
+		    .started_at_ms = c->started_wall_ms,
+		    .store_output = s->o->audit_output,
+		    .cancelled = c->cancelled,
+		    .violations_json = viol,
+		    .redactions = pr->stages[i]->redactions,
+		};
+		struct corral_error aerr = {0};
+		if (audit_record_run(s->audit, &ar, &aerr) < 0)
+			audit_failed(s, &aerr);
+		free(viol);
+	}
+	if (!structured) {
+		respond(s, c, mcp_tool_error("internal error: the pipeline result is not JSON"));
+		return;
+	}
+	/* the text: the pipeline, its status, each stage's, the output */
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *f = open_memstream(&text, &tlen);
+	if (f) {
+		fprintf(f, "%s\n", c->plan.display ? c->plan.display : "pipeline");
+		if (pr->error.code)
+			fprintf(f, "not started: %s\n", pr->error.message);
+		else
+			fprintf(f, "exit: %d (pipefail%s)%s\n", pr->exit_code,
+			        pr->failed_stage >= 0 ? ", from the failing stage" : "",
+			        pr->timed_out ? "; timed out" : "");
+		for (size_t i = 0; i < pr->n_stages; i++) {
+			const struct corral_result *r = pr->stages[i];
+			fprintf(f, "stage %zu (%s): ", i + 1,
+			        r->argv && r->argv[0] ? r->argv[0] : "?");
+			if (r->exited)
+				fprintf(f, "exit %d", r->exit_code);
+			else if (r->signal)
+				fprintf(f, "signal %d", r->signal);
+			else
+				fprintf(f, "not run");
+			if (pr->stopped && pr->stopped[i])
+				fprintf(f, " (stopped by the pipeline)");
+			if (r->stderr_len)
+				fprintf(f, "; stderr %zu bytes", r->stderr_len);
+			fputc('\n', f);
+		}
+		const char *out = json_string_value(json_object_get(structured, "stdout"));
+		if (out && *out)
+			fprintf(f, "--- stdout ---\n%s%s", out,
+			        out[strlen(out) - 1] == '\n' ? "" : "\n");
+		fclose(f);
+	}
+	json_t *res = json_object();
+	json_t *content = json_array();
+	json_array_append_new(
+	    content, json_pack("{s:s, s:s}", "type", "text", "text", text ? text : "pipeline"));
+	free(text);
+	json_object_set_new(res, "content", content);
+	bool failed = pr->error.code || pr->exit_code != 0 || pr->timed_out;
+	if (mcp_version_at_least(s->version, "2025-06-18")) {
+		json_object_set_new(res, "structuredContent", structured);
+	} else {
+		char *d = json_dumps(structured, JSON_COMPACT);
+		json_array_append_new(
+		    content, json_pack("{s:s, s:s}", "type", "text", "text", d ? d : "{}"));
+		free(d);
+		json_decref(structured);
+	}
+	json_object_set_new(res, "isError", json_boolean(failed));
+	respond(s, c, res);
+}
+
+static void start_pipeline(struct server *s, struct call *c)
+{
+	struct corral_error err = {0};
+	json_t *st = json_object_get(c->plan.args, "stages");
+	size_t n = json_array_size(st);
+	corral_config **cfgs = calloc(n ? n : 1, sizeof(*cfgs));
+	int r = cfgs ? 0 : -1;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		json_t *a = json_array_get(st, i);
+		size_t na = json_array_size(a);
+		const char **v = calloc(na + 1, sizeof(char *));
+		cfgs[i] = corral_config_dup(c->plan.cfg);
+		if (!v || !cfgs[i]) {
+			free(v);
+			r = -1;
+			corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "pipeline", "out of memory");
+			break;
+		}
+		for (size_t k = 0; k < na; k++)
+			v[k] = json_string_value(json_array_get(a, k));
+		r = corral_config_set_argv(cfgs[i], v, &err);
+		free(v);
+	}
+	c->started_wall_ms = wall_ms();
+	free(c->cwd);
+	c->cwd = strdup(c->plan.cfg->cwd ? c->plan.cfg->cwd : c->plan.cfg->workspace);
+	int before = -1;
+	if (r == 0 && fd_room(s, &before, &err))
+		r = corral_pipeline_spawn((const corral_config *const *)cfgs, n, &c->pl, &err);
+	else if (r == 0)
+		r = -1;
+	for (size_t i = 0; cfgs && i < n; i++)
+		corral_config_free(cfgs[i]);
+	free(cfgs);
+	if (r == 0) {
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &c->w};
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_pipeline_fd(c->pl), &ev) < 0) {
+			corral_set_error(&err, CORRAL_ESYS, errno, "spawn",
+			                 "server: cannot watch the pipeline: epoll_ctl: %s",
+			                 strerror(errno));
+			corral_pipeline_destroy(c->pl);
+			c->pl = NULL;
+			r = -1;
+		}
+	}
+	if (r < 0) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "the pipeline could not start: %s", err.message);
+		respond(s, c, mcp_tool_error(msg));
+		c->state = CALL_QUEUED; /* not counted as running */
+		call_retire(s, c);
+		return;
+	}
+	c->state = CALL_RUNNING;
+	s->running++;
+	c->t_start = c->t_progress = now_ms();
+}
+
+static void step_pipeline(struct server *s, struct call *c)
+{
+	struct corral_error err = {0};
+	int r = corral_pipeline_step(c->pl, 0, &err);
+	if (r == 0)
+		return;
+	if (r < 0) {
+		char msg[700];
+		snprintf(msg, sizeof(msg), "the pipeline could not be supervised: %s", err.message);
+		respond(s, c, mcp_tool_error(msg));
+	} else {
+		struct corral_pipeline_result *pr = NULL;
+		if (corral_pipeline_result(c->pl, &pr, &err) == 0) {
+			if (c->cancelled)
+				respond(s, c, NULL);
+			else
+				pipeline_respond(s, c, pr);
+			corral_pipeline_result_free(pr);
+		} else {
+			respond(s, c, mcp_tool_error(err.message));
+		}
+	}
+	call_retire(s, c);
 }
 
 static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
@@ -851,6 +1635,12 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		r->result = mcp_tool_error(msg);
 		return;
 	}
+	case MCP_PREP_STATEFUL:
+		if (plan.tool != TOOL_RUN_PIPELINE) {
+			stateful_call(s, m->id, token, &plan, r);
+			return;
+		}
+		break; /* a pipeline runs sandboxes: a call like a run, queued the same way */
 	case MCP_PREP_OK:
 		break;
 	}
@@ -913,9 +1703,14 @@ static void n_cancelled(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	if (c->state == CALL_QUEUED) {
 		unqueue(s, c);
 		call_retire(s, c);
-	} else if (c->state == CALL_RUNNING) {
+	} else if (c->state == CALL_RUNNING && c->proc) {
 		/* SIGKILL to the whole sandbox now; the run is reaped through the loop as usual. */
 		corral_proc_cancel(c->proc, 0, NULL);
+	} else if (c->state == CALL_RUNNING && c->pl) {
+		corral_pipeline_cancel(c->pl, 0, NULL);
+	} else if (c->state == CALL_RUNNING && c->sess) {
+		/* interrupt the command; the session stays */
+		corral_session_interrupt(c->sess->s);
 	}
 }
 
@@ -995,12 +1790,16 @@ static int loop_timeout(struct server *s)
 	if (!s->in_pollable && !s->in_paused)
 		t = 0; /* a regular file or /dev/null: always readable */
 	for (struct call *c = s->calls; c; c = c->next) {
-		if (c->state != CALL_RUNNING)
+		if (c->state != CALL_RUNNING || (!c->proc && !c->pl))
 			continue;
-		int n = corral_proc_next_timeout_ms(c->proc);
+		int n = c->pl ? corral_pipeline_next_timeout_ms(c->pl)
+		              : corral_proc_next_timeout_ms(c->proc);
 		if (n >= 0 && (t < 0 || n < t))
 			t = n;
 	}
+	int st = stateful_timeout(s);
+	if (st >= 0 && (t < 0 || st < t))
+		t = st;
 	return t;
 }
 
@@ -1069,6 +1868,12 @@ static void run_loop(struct server *s)
 					step_call(s, c);
 				break;
 			}
+			case W_SESSION:
+				session_event(s, (struct msess *)w);
+				break;
+			case W_JOB:
+				job_event(s, (struct mjob *)w);
+				break;
 			}
 		}
 		if (!s->in_pollable && !s->in_paused && !s->stop)
@@ -1077,9 +1882,12 @@ static void run_loop(struct server *s)
 		 * deadline needs without readiness, at no cost otherwise. */
 		for (struct call *c = s->calls, *next; c && !s->stop; c = next) {
 			next = c->next;
-			if (c->state == CALL_RUNNING && corral_proc_next_timeout_ms(c->proc) == 0)
+			if (c->state == CALL_RUNNING &&
+			    ((c->proc && corral_proc_next_timeout_ms(c->proc) == 0) ||
+			     (c->pl && corral_pipeline_next_timeout_ms(c->pl) == 0)))
 				step_call(s, c);
 		}
+		stateful_tick(s);
 		start_queued(s);
 		free_done(s);
 		update_progress_timer(s);
@@ -1091,15 +1899,19 @@ static void shutdown_all(struct server *s)
 {
 	/* Kill every sandbox first, then reap them one by one: their teardown overlaps. */
 	for (struct call *c = s->calls; c; c = c->next)
-		if (c->state == CALL_RUNNING) {
+		if (c->state == CALL_RUNNING && (c->proc || c->pl)) {
 			c->cancelled = true;
-			corral_proc_cancel(c->proc, 0, NULL);
+			if (c->proc)
+				corral_proc_cancel(c->proc, 0, NULL);
+			else
+				corral_pipeline_cancel(c->pl, 0, NULL);
 		}
+	stateful_shutdown(s);
 	/* With an audit store, let each killed run end in a result (briefly) so that it is
 	 * recorded as cancelled; corral_proc_destroy below reaps whatever is left. */
 	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
 	for (struct call *c = s->calls; c && s->audit; c = c->next) {
-		if (c->state != CALL_RUNNING)
+		if (c->state != CALL_RUNNING || !c->proc)
 			continue;
 		int r = 0;
 		for (uint64_t t = now_ms(); r == 0 && t < reap_until; t = now_ms())

@@ -67,25 +67,34 @@ static bool any_language(void)
 
 /* ---- the tool table -------------------------------------------------------------------- */
 
-enum tool_id { TOOL_RUN_COMMAND, TOOL_RUN_CODE, TOOL_CAN_I };
-
 struct tool {
 	const char *name;
 	const char *title;
-	enum tool_id id;
+	enum mcp_tool_id id;
 };
 
 static const struct tool tools[] = {
     {"run_command", "Run a command in the sandbox", TOOL_RUN_COMMAND},
     {"run_code", "Run code in the sandbox", TOOL_RUN_CODE},
     {"can_i", "Ask the sandbox policy", TOOL_CAN_I},
-    /* The shell-session and background-job tools of their own issue go here. */
+    {"shell_exec", "Run a command in a persistent sandboxed shell", TOOL_SHELL_EXEC},
+    {"shell_close", "Close a shell session", TOOL_SHELL_CLOSE},
+    {"shell_list", "List the shell sessions", TOOL_SHELL_LIST},
+    {"job_start", "Start a background job", TOOL_JOB_START},
+    {"job_output", "Read a background job's output", TOOL_JOB_OUTPUT},
+    {"job_kill", "Stop a background job", TOOL_JOB_KILL},
+    {"job_list", "List the background jobs", TOOL_JOB_LIST},
+    {"run_pipeline", "Run a pipeline of sandboxed stages", TOOL_RUN_PIPELINE},
 };
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
 
 const char *mcp_tool_names(void)
 {
-	return any_language() ? "run_command, run_code, can_i" : "run_command, can_i";
+	return any_language()
+	           ? "run_command, run_code, can_i, shell_exec, shell_close, shell_list, "
+	             "job_start, job_output, job_kill, job_list, run_pipeline"
+	           : "run_command, can_i, shell_exec, shell_close, shell_list, job_start, "
+	             "job_output, job_kill, job_list, run_pipeline";
 }
 
 static const struct tool *find_tool(const char *name)
@@ -315,10 +324,176 @@ static json_t *can_i_entry(const struct mcp_options *o, const char *version)
 	return e;
 }
 
+static json_t *int_prop(const char *description, long long min)
+{
+	json_t *p = prop("integer", description);
+	json_object_set_new(p, "minimum", json_integer(min));
+	return p;
+}
+
+/* The session, job and pipeline tools. */
+static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
+                              const char *version)
+{
+	json_t *props = json_object();
+	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
+	                           "additionalProperties", 0);
+	char sandbox[PATH_MAX + 600], desc[PATH_MAX + 2000];
+	describe_sandbox(sandbox, sizeof(sandbox), o);
+	bool ro = false, destructive = true;
+	switch (t->id) {
+	case TOOL_SHELL_EXEC: {
+		json_object_set_new(props, "command",
+		                    prop("string", "The command line, run by the session's shell "
+		                                   "(bash, else sh)."));
+		json_object_set_new(props, "session",
+		                    prop("string",
+		                         "The session id from an earlier shell_exec. Omit "
+		                         "it to start a new session; its id comes back "
+		                         "in the result."));
+		json_t *tm = prop("number", "Timeout in seconds for this command (default: the "
+		                            "server's). On timeout the command is interrupted "
+		                            "(SIGINT, then SIGKILL) and the session stays.");
+		json_object_set_new(tm, "exclusiveMinimum", json_integer(0));
+		if (o->timeout_ms)
+			json_object_set_new(tm, "maximum",
+			                    json_real((double)o->timeout_ms / 1000.0));
+		json_object_set_new(props, "timeout_s", tm);
+		json_object_set_new(schema, "required", json_pack("[s]", "command"));
+		snprintf(
+		    desc, sizeof(desc),
+		    "Run a command in a persistent sandboxed shell session and return its exit "
+		    "status, stdout and stderr. The working directory, exported variables, "
+		    "functions and files persist between calls in the same session; stdin is "
+		    "empty; background processes (cmd &) keep running. Sessions close after "
+		    "%llu s idle (at most %u at once); close one with shell_close. %s",
+		    (unsigned long long)(o->session_idle_ms / 1000), o->max_sessions, sandbox);
+		break;
+	}
+	case TOOL_SHELL_CLOSE:
+		json_object_set_new(props, "session", prop("string", "The session id."));
+		json_object_set_new(schema, "required", json_pack("[s]", "session"));
+		snprintf(desc, sizeof(desc),
+		         "Close a shell session: its shell, the processes and jobs in it and its "
+		         "private /tmp end. Files in the workspace stay.");
+		break;
+	case TOOL_SHELL_LIST:
+		ro = true;
+		destructive = false;
+		snprintf(desc, sizeof(desc),
+		         "List the open shell sessions: id, whether a command is running, commands "
+		         "run, restarts, running jobs, idle seconds.");
+		break;
+	case TOOL_JOB_START:
+		json_object_set_new(props, "command",
+		                    prop("string", "The command line to run in the background (sh "
+		                                   "-c, or the session's shell)."));
+		json_object_set_new(props, "session",
+		                    prop("string", "Run it inside this shell session's sandbox (it "
+		                                   "shares the session's loopback network, /tmp "
+		                                   "and processes, and starts in the shell's "
+		                                   "current directory). Omit it for a sandbox of "
+		                                   "its own."));
+		json_object_set_new(props, "cwd",
+		                    prop("string", "Working directory (without session): relative "
+		                                   "to the workspace, or absolute inside it."));
+		json_object_set_new(schema, "required", json_pack("[s]", "command"));
+		snprintf(desc, sizeof(desc),
+		         "Start a sandboxed background job (a server, a long build) and return its "
+		         "job id at once. Read its output with job_output, stop it with job_kill. "
+		         "At most %u jobs run at once; a job runs at most %llu s. %s",
+		         o->max_jobs, (unsigned long long)(o->job_timeout_ms / 1000), sandbox);
+		break;
+	case TOOL_JOB_OUTPUT:
+		ro = true;
+		destructive = false;
+		json_object_set_new(props, "job", prop("string", "The job id."));
+		json_object_set_new(
+		    props, "since_offset",
+		    int_prop("Return output after this offset: 0 for everything "
+		             "still held, else the next_offset of the previous call.",
+		             0));
+		json_object_set_new(props, "max_bytes",
+		                    int_prop("Return at most this many bytes (default 65536).", 1));
+		json_object_set_new(schema, "required", json_pack("[s]", "job"));
+		snprintf(desc, sizeof(desc),
+		         "Read a background job's new stdout and stderr and whether it still runs. "
+		         "Output is held in a bounded ring buffer; dropped_bytes says how much "
+		         "overflowed.");
+		break;
+	case TOOL_JOB_KILL:
+		json_object_set_new(props, "job", prop("string", "The job id."));
+		json_object_set_new(schema, "required", json_pack("[s]", "job"));
+		snprintf(
+		    desc, sizeof(desc),
+		    "Stop a background job (SIGTERM, then SIGKILL) and wait until nothing of it "
+		    "is left.");
+		break;
+	case TOOL_JOB_LIST:
+		ro = true;
+		destructive = false;
+		snprintf(desc, sizeof(desc), "List the background jobs, running and finished.");
+		break;
+	case TOOL_RUN_PIPELINE: {
+		json_t *stage = json_pack("{s:s, s:{s:s}, s:i}", "type", "array", "items", "type",
+		                          "string", "minItems", 1);
+		json_t *stages = prop("array", "The stages, each an argv vector (program and "
+		                               "arguments, looked up in PATH); stage k's stdout "
+		                               "feeds stage k+1's stdin.");
+		json_object_set_new(stages, "items", stage);
+		json_object_set_new(stages, "minItems", json_integer(2));
+		json_object_set_new(stages, "maxItems", json_integer(16));
+		json_object_set_new(props, "stages", stages);
+		json_object_set_new(schema, "required", json_pack("[s]", "stages"));
+		snprintf(
+		    desc, sizeof(desc),
+		    "Run a pipeline: each stage in its own sandbox, connected by pipes "
+		    "(streaming). Returns each stage's status; the pipeline's exit code follows "
+		    "pipefail (the rightmost failing stage). A failing stage tears down the "
+		    "others; the timeout covers the whole pipeline. %s",
+		    sandbox);
+		break;
+	}
+	default:
+		break;
+	}
+	if (t->id == TOOL_RUN_PIPELINE)
+		add_common_props(props, o);
+	if (t->id == TOOL_JOB_START) {
+		/* env as the run tools offer it (only with --allow-env); no stdin, no timeout:
+		 * a job reads nothing and lives until it ends, job_kill or --job-timeout */
+		json_t *tmp = json_object();
+		add_common_props(tmp, o);
+		json_t *env = json_object_get(tmp, "env");
+		if (env)
+			json_object_set(props, "env", env);
+		json_decref(tmp);
+	}
+	json_t *e = json_pack("{s:s, s:s, s:o}", "name", t->name, "description",
+	                      utf8_tail_fix(desc), "inputSchema", schema);
+	if (mcp_version_at_least(version, "2025-06-18")) {
+		json_object_set_new(e, "title", json_string(t->title));
+		if (t->id == TOOL_SHELL_EXEC) {
+			json_t *out = json_loads(output_schema_json, 0, NULL);
+			if (out)
+				json_object_set_new(e, "outputSchema", out);
+		}
+	}
+	if (mcp_version_at_least(version, "2025-03-26"))
+		json_object_set_new(e, "annotations",
+		                    json_pack("{s:s, s:b, s:b, s:b, s:b}", "title", t->title,
+		                              "readOnlyHint", ro, "destructiveHint", destructive,
+		                              "idempotentHint", ro, "openWorldHint",
+		                              !ro && o->net == CORRAL_NET_HOST));
+	return e;
+}
+
 static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, const char *version)
 {
 	if (t->id == TOOL_CAN_I)
 		return can_i_entry(o, version);
+	if (t->id >= TOOL_SHELL_EXEC)
+		return stateful_entry(t, o, version);
 	json_t *props = json_object();
 	json_t *schema = json_pack("{s:s, s:o, s:b}", "type", "object", "properties", props,
 	                           "additionalProperties", 0);
@@ -395,6 +570,7 @@ json_t *mcp_tools_list(const struct mcp_options *o, const char *version)
 void mcp_plan_free(struct mcp_plan *p)
 {
 	corral_config_free(p->cfg);
+	json_decref(p->args);
 	json_decref(p->answer);
 	json_decref(p->queries);
 	free(p->display);
@@ -792,6 +968,200 @@ static const char *const can_i_keys[] = {"op", "target", "queries", NULL};
 static int prepare_can_i(const struct mcp_options *o, const json_t *args, const char *version,
                          struct mcp_plan *plan, char *why, size_t n);
 
+/* An id argument (a session or a job): a string. */
+static int get_id(const json_t *args, const char *key, bool required, const char **out, char *why,
+                  size_t n)
+{
+	if (get_cstring(args, key, out, why, n) < 0)
+		return -1;
+	if (!*out && required)
+		return bad(why, n, "%s: required (the id an earlier call returned)", key);
+	if (*out && (!**out || strlen(*out) > 64))
+		return bad(why, n, "%s: not an id (ids are UUIDs from earlier calls)", key);
+	return 0;
+}
+
+static int get_offset(const json_t *args, const char *key, uint64_t *out, char *why, size_t n)
+{
+	json_t *v = json_object_get(args, key);
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return bad(why, n, "%s: must be a non-negative integer, not %s", key,
+		           json_is_integer(v) ? "a negative number" : jr_type_name(v));
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+static int prepare_stateful(const struct mcp_options *o, enum mcp_tool_id id, const json_t *args,
+                            struct mcp_plan *plan, char *why, size_t n)
+{
+	static const char *const k_exec[] = {"command", "session", "timeout_s", NULL};
+	static const char *const k_sess[] = {"session", NULL};
+	static const char *const k_none[] = {NULL};
+	static const char *const k_jstart[] = {"command", "session", "cwd", "env", NULL};
+	/* job_start: a job reads nothing (stdin is /dev/null) and has no call timeout */
+	static const char *const k_jout[] = {"job", "since_offset", "max_bytes", NULL};
+	static const char *const k_job[] = {"job", NULL};
+	static const char *const k_pipe[] = {"stages", "cwd", "timeout_s", "stdin", "env", NULL};
+	const char *const *keys = id == TOOL_SHELL_EXEC     ? k_exec
+	                          : id == TOOL_SHELL_CLOSE  ? k_sess
+	                          : id == TOOL_JOB_START    ? k_jstart
+	                          : id == TOOL_JOB_OUTPUT   ? k_jout
+	                          : id == TOOL_JOB_KILL     ? k_job
+	                          : id == TOOL_RUN_PIPELINE ? k_pipe
+	                                                    : k_none;
+	if (check_keys(args, keys, why, n) < 0)
+		return -1;
+	plan->tool = id;
+	plan->args = json_deep_copy(args);
+	if (!plan->args)
+		return bad(why, n, "out of memory");
+	const char *s = NULL;
+	struct corral_error err = {0};
+	switch (id) {
+	case TOOL_SHELL_EXEC: {
+		if (get_id(args, "session", false, &s, why, n) < 0 ||
+		    get_cstring(args, "command", &s, why, n) < 0)
+			return -1;
+		if (!s || !*s)
+			return bad(why, n, "command: required, a non-empty shell command line");
+		plan->command = strdup(s);
+		if (asprintf(&plan->display, "$ %s", s) < 0)
+			plan->display = NULL;
+		const char *v[] = {"sh", "-c", s, NULL};
+		plan->argv = strv_dup(v);
+		if (!plan->command || !plan->display || !plan->argv)
+			return bad(why, n, "out of memory");
+		/* timeout_s: validated like the run tools' (at most the server's) */
+		if (!(plan->cfg = base_config(o, why, n)))
+			return -1;
+		json_t *t = json_object_get(args, "timeout_s");
+		json_t *only = json_pack("{s:O}", "timeout_s", t ? t : json_null());
+		if (!t)
+			json_object_del(only, "timeout_s");
+		int r = apply_common(o, only, plan, why, n);
+		json_decref(only);
+		return r;
+	}
+	case TOOL_SHELL_CLOSE:
+		return get_id(args, "session", true, &s, why, n);
+	case TOOL_JOB_OUTPUT: {
+		uint64_t v = 0;
+		if (get_id(args, "job", true, &s, why, n) < 0 ||
+		    get_offset(args, "since_offset", &v, why, n) < 0 ||
+		    get_offset(args, "max_bytes", &v, why, n) < 0)
+			return -1;
+		json_t *mb = json_object_get(args, "max_bytes");
+		if (mb && json_integer_value(mb) < 1)
+			return bad(why, n, "max_bytes: must be at least 1");
+		return 0;
+	}
+	case TOOL_JOB_KILL:
+		return get_id(args, "job", true, &s, why, n);
+	case TOOL_JOB_START: {
+		const char *sess = NULL;
+		if (get_id(args, "session", false, &sess, why, n) < 0 ||
+		    get_cstring(args, "command", &s, why, n) < 0)
+			return -1;
+		if (!s || !*s)
+			return bad(why, n, "command: required, a non-empty shell command line");
+		if (sess && json_object_get(args, "cwd"))
+			return bad(
+			    why, n,
+			    "cwd: a job in a session starts in the shell's current directory; "
+			    "give cwd only without session (or cd in the command)");
+		if (sess && json_object_get(args, "env"))
+			return bad(
+			    why, n,
+			    "env: a job in a session has the session's environment; give env "
+			    "only without session (or set variables in the command)");
+		if (!(plan->cfg = base_config(o, why, n)))
+			return -1;
+		if (corral_config_set_shell(plan->cfg, s, &err) < 0)
+			return bad(why, n, "command: %s", err.message);
+		plan->command = strdup(s);
+		if (asprintf(&plan->display, "$ %s &", s) < 0)
+			plan->display = NULL;
+		if (!plan->command || !plan->display)
+			return bad(why, n, "out of memory");
+		if (apply_common(o, args, plan, why, n) < 0)
+			return -1;
+		corral_config_set_timeout_ms(plan->cfg, o->job_timeout_ms, o->kill_after_ms, &err);
+		return 0;
+	}
+	case TOOL_RUN_PIPELINE: {
+		json_t *st = json_object_get(args, "stages");
+		if (!st)
+			return bad(why, n, "stages: required, an array of 2 to 16 argv arrays");
+		if (!json_is_array(st))
+			return bad(why, n, "stages: must be an array of argv arrays, not %s",
+			           jr_type_name(st));
+		size_t ns = json_array_size(st);
+		if (ns < 2 || ns > 16)
+			return bad(why, n, "stages: %zu stages; a pipeline has 2 to 16", ns);
+		size_t i;
+		json_t *a;
+		json_array_foreach(st, i, a)
+		{
+			if (!json_is_array(a) || json_array_size(a) == 0)
+				return bad(
+				    why, n,
+				    "stages[%zu]: must be a non-empty array of strings (program "
+				    "and arguments)",
+				    i);
+			size_t k;
+			json_t *w;
+			json_array_foreach(a, k, w)
+			{
+				if (!json_is_string(w))
+					return bad(why, n,
+					           "stages[%zu][%zu]: must be a string, not %s", i,
+					           k, jr_type_name(w));
+				if (strlen(json_string_value(w)) != json_string_length(w))
+					return bad(
+					    why, n,
+					    "stages[%zu][%zu]: must not contain NUL characters", i,
+					    k);
+				if (k == 0 && !json_string_length(w))
+					return bad(why, n,
+					           "stages[%zu][0]: the program must not be empty",
+					           i);
+			}
+		}
+		if (!(plan->cfg = base_config(o, why, n)))
+			return -1;
+		if (apply_common(o, args, plan, why, n) < 0)
+			return -1;
+		char *disp = NULL;
+		json_array_foreach(st, i, a)
+		{
+			size_t na = json_array_size(a);
+			const char **v = calloc(na + 1, sizeof(char *));
+			if (!v)
+				return bad(why, n, "out of memory");
+			for (size_t k = 0; k < na; k++)
+				v[k] = json_string_value(json_array_get(a, k));
+			char *q = quote_argv(v);
+			free(v);
+			char *nd = NULL;
+			if (!q ||
+			    asprintf(&nd, "%s%s%s", disp ? disp : "$ ", disp ? " | " : "", q) < 0)
+				nd = NULL;
+			free(q);
+			free(disp);
+			disp = nd;
+			if (!disp)
+				return bad(why, n, "out of memory");
+		}
+		plan->display = disp;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
 enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name, const json_t *args,
                                   const char *version, struct mcp_plan *plan, char *why,
                                   size_t whylen)
@@ -816,6 +1186,15 @@ enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
 			return MCP_PREP_BAD_ARGS;
 		}
 		return MCP_PREP_ANSWERED;
+	}
+	if (t->id >= TOOL_SHELL_EXEC) {
+		int r = prepare_stateful(o, t->id, args, plan, why, whylen);
+		json_decref(empty);
+		if (r < 0) {
+			mcp_plan_free(plan);
+			return MCP_PREP_BAD_ARGS;
+		}
+		return MCP_PREP_STATEFUL;
 	}
 	const char *const *keys = t->id == TOOL_RUN_COMMAND ? run_command_keys : run_code_keys;
 	int r = check_keys(args, keys, why, whylen);
@@ -920,7 +1299,10 @@ static char *result_text(const struct mcp_plan *plan, const struct corral_result
 		sb_add(&b, "\n", 1);
 	}
 	free(head);
-	if (res->timed_out)
+	if (res->timed_out && res->session_id && res->exited)
+		sb_printf(&b, "timed out after %.1fs; interrupted (exit: %d); the session stays\n",
+		          (double)plan->timeout_ms / 1000.0, res->exit_code);
+	else if (res->timed_out)
 		sb_printf(&b, "timed out after %.1fs; killed by signal %d (%s)\n",
 		          (double)plan->timeout_ms / 1000.0, res->signal ? res->signal : SIGKILL,
 		          sig_name(res->signal ? res->signal : SIGKILL));
@@ -1180,4 +1562,28 @@ static int prepare_can_i(const struct mcp_options *o, const json_t *args, const 
 	plan->answer = out;
 	plan->queries = answers;
 	return 0;
+}
+
+/* A tool answer that is a JSON object: the object as text (for every client) and as
+ * structuredContent (2025-06-18 and later). Steals structured. */
+json_t *mcp_tool_json(json_t *structured, bool is_error, const char *version)
+{
+	if (!structured)
+		return NULL;
+	char *text = json_dumps(structured, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+	if (!text) {
+		json_decref(structured);
+		return NULL;
+	}
+	json_t *content = json_array();
+	json_array_append_new(content, text_item(text));
+	free(text);
+	json_t *out = json_object();
+	json_object_set_new(out, "content", content);
+	if (mcp_version_at_least(version, "2025-06-18"))
+		json_object_set_new(out, "structuredContent", structured);
+	else
+		json_decref(structured);
+	json_object_set_new(out, "isError", json_boolean(is_error));
+	return out;
 }

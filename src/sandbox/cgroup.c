@@ -565,9 +565,10 @@ int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
 	cg->version = choose(l, detail, sizeof(detail));
 	if (cg->version == 0) {
 		free(cg);
-		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "cgroup",
-		                        "cgroup: no usable cgroup (%s); memory and process limits fall back to rlimits",
-		                        strncmp(detail, "none: ", 6) == 0 ? detail + 6 : detail);
+		return corral_set_error(
+		    err, CORRAL_EUNAVAIL, 0, "cgroup",
+		    "cgroup: no usable cgroup (%s); memory and process limits fall back to rlimits",
+		    strncmp(detail, "none: ", 6) == 0 ? detail + 6 : detail);
 	}
 	snprintf(name, sizeof(name), "corral-%d-%u", (int)getpid(),
 	         __atomic_fetch_add(&run_counter, 1, __ATOMIC_RELAXED));
@@ -619,6 +620,17 @@ int cgroup_oom_killed(struct cgroup_handle *cg)
 		       key_value_at(d, "memory.events", "oom_group_kill") > 0;
 	/* oom_kill counts real kills (4.13+); failcnt only counts reclaim attempts at the limit. */
 	return key_value_at(d, "memory.oom_control", "oom_kill") > 0;
+}
+
+uint64_t cgroup_oom_count(struct cgroup_handle *cg)
+{
+	if (!cg)
+		return 0;
+	const char *d = ctl_dir(cg, CTL_MEMORY);
+	if (cg->version == 2)
+		return key_value_at(d, "memory.events", "oom_kill") +
+		       key_value_at(d, "memory.events", "oom_group_kill");
+	return key_value_at(d, "memory.oom_control", "oom_kill");
 }
 
 int cgroup_pids_hit(struct cgroup_handle *cg)

@@ -44,19 +44,19 @@ enum mount_op_kind {
 
 struct mount_op {
 	enum mount_op_kind kind;
-	const char *src;       /* host path (for binds: absolute, resolved by the parent) */
-	const char *dst;       /* absolute path inside the sandbox */
-	int optional;          /* skip silently when src does not exist */
-	int no_symlinks;       /* resolve src with RESOLVE_NO_SYMLINKS (user-supplied paths) */
-	uint64_t size;         /* tmpfs size in bytes (0: kernel default) */
-	unsigned ll_access;    /* Landlock rights (LL_*) the plan grants beneath dst */
+	const char *src;    /* host path (for binds: absolute, resolved by the parent) */
+	const char *dst;    /* absolute path inside the sandbox */
+	int optional;       /* skip silently when src does not exist */
+	int no_symlinks;    /* resolve src with RESOLVE_NO_SYMLINKS (user-supplied paths) */
+	uint64_t size;      /* tmpfs size in bytes (0: kernel default) */
+	unsigned ll_access; /* Landlock rights (LL_*) the plan grants beneath dst */
 };
 
 struct mount_plan {
 	struct mount_op *ops;
 	size_t n_ops;
-	const char *cwd;       /* absolute cwd inside the sandbox */
-	int proc_fallback;     /* a fresh /proc refused (nested container): bind the outer one */
+	const char *cwd;   /* absolute cwd inside the sandbox */
+	int proc_fallback; /* a fresh /proc refused (nested container): bind the outer one */
 	/* Scratch buffers for the child (preallocated by mount_plan_init; PATH_MAX each). */
 	char *buf1, *buf2;
 };
@@ -67,12 +67,12 @@ struct mount_request {
 	const char *workspace, *cwd;
 	uint64_t tmpfs_size;
 	int workspace_ro, etc_minimal;
-	int proc_fallback;    /* mode auto: may fall back to the outer /proc, read-only */
-	char *const *read;    /* extra read-only trees */
+	int proc_fallback; /* mode auto: may fall back to the outer /proc, read-only */
+	char *const *read; /* extra read-only trees */
 	size_t n_read;
-	char *const *write;   /* extra read-write trees */
+	char *const *write; /* extra read-write trees */
 	size_t n_write;
-	char *const *deny;    /* masked: an empty read-only tmpfs or file over them */
+	char *const *deny; /* masked: an empty read-only tmpfs or file over them */
 	size_t n_deny;
 	char *const *protect; /* existing paths inside the workspace, bound read-only over
 	                         themselves */
@@ -111,11 +111,11 @@ struct landlock_rule {
 };
 
 struct landlock_spec {
-	int abi;                     /* ABI to use (from landlock_probe_abi), > 0 */
+	int abi; /* ABI to use (from landlock_probe_abi), > 0 */
 	const struct landlock_rule *rules;
 	size_t n_rules;
-	int deny_tcp;                /* ABI >= 4: handle TCP bind/connect with no rule (= deny) */
-	int scope;                   /* ABI >= 6: scope abstract unix sockets and signals */
+	int deny_tcp; /* ABI >= 4: handle TCP bind/connect with no rule (= deny) */
+	int scope;    /* ABI >= 6: scope abstract unix sockets and signals */
 };
 
 /* Any side: the highest Landlock ABI the kernel offers, 0 when unavailable. */
@@ -167,9 +167,8 @@ struct rlimit_plan {
 };
 
 /* Parent: translate limits into setrlimit calls (core 0 always). */
-void rlimit_plan_build(struct rlimit_plan *plan, uint64_t cpu_s, uint64_t mem_bytes,
-                       uint64_t nproc, uint64_t nofile, uint64_t fsize, int mem_in_cgroup,
-                       int pids_in_cgroup);
+void rlimit_plan_build(struct rlimit_plan *plan, uint64_t cpu_s, uint64_t mem_bytes, uint64_t nproc,
+                       uint64_t nofile, uint64_t fsize, int mem_in_cgroup, int pids_in_cgroup);
 /* Child: apply the plan. *failed is the resource that failed. */
 int rlimit_apply_child(const struct rlimit_plan *plan, int *failed);
 
@@ -195,6 +194,8 @@ int cgroup_clone_fd(const struct cgroup_handle *cg);
 int cgroup_attach(struct cgroup_handle *cg, pid_t pid, struct corral_error *err);
 /* Parent: did the memory limit kill something (memory.events oom_kill / v1 oom_control)? */
 int cgroup_oom_killed(struct cgroup_handle *cg);
+/* Parent: OOM kills in the cgroup so far (sessions compare it per command). */
+uint64_t cgroup_oom_count(struct cgroup_handle *cg);
 /* Parent: did a fork fail at pids.max (pids.events max)? */
 int cgroup_pids_hit(struct cgroup_handle *cg);
 /* Parent: peak memory in KiB, or 0 when unknown. */

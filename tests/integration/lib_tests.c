@@ -15,14 +15,14 @@
 static int failed;
 static const char *ws;
 
-#define CHECK(name, cond)                                                                    \
-	do {                                                                                 \
-		if (cond)                                                                    \
-			printf("PASS lib_%s\n", name);                                       \
-		else {                                                                       \
-			printf("FAIL lib_%s (line %d: %s)\n", name, __LINE__, #cond);        \
-			failed++;                                                            \
-		}                                                                            \
+#define CHECK(name, cond)                                                                          \
+	do {                                                                                       \
+		if (cond)                                                                          \
+			printf("PASS lib_%s\n", name);                                             \
+		else {                                                                             \
+			printf("FAIL lib_%s (line %d: %s)\n", name, __LINE__, #cond);              \
+			failed++;                                                                  \
+		}                                                                                  \
 	} while (0)
 
 static corral_config *cfg_shell(const char *cmd)
@@ -83,9 +83,9 @@ static void test_errors(void)
 	int rc = corral_run(c, &r, &e);
 	CHECK("no_workspace_error", rc == CORRAL_EINVAL && strstr(e.message, "workspace"));
 	corral_result_free(r);
-	CHECK("bad_workspace", corral_config_set_workspace(c, "/nonexistent/x", &e) ==
-	                               CORRAL_EINVAL &&
-	                           strstr(e.message, "/nonexistent/x"));
+	CHECK("bad_workspace",
+	      corral_config_set_workspace(c, "/nonexistent/x", &e) == CORRAL_EINVAL &&
+	          strstr(e.message, "/nonexistent/x"));
 	CHECK("root_workspace_refused", corral_config_set_workspace(c, "/", &e) == CORRAL_EINVAL);
 	CHECK("bad_env_name", corral_config_setenv(c, "1BAD", "x", &e) == CORRAL_EINVAL);
 	CHECK("bad_limit", corral_config_set_limit(c, CORRAL_LIMIT_MEMORY, 5, &e) == CORRAL_EINVAL);
@@ -115,8 +115,8 @@ static void test_stdin_and_stream(void)
 	corral_run(c, &r, NULL);
 	CHECK("stdin_data_fed", r && !strncmp(r->stdout_buf, "from-stdin\n", 11));
 	CHECK("stream_cb_sees_every_byte", ch.bytes == 300011);
-	CHECK("capture_capped", r && r->stdout_truncated && r->stdout_bytes == 300011 &&
-	                            r->stdout_len < 1200);
+	CHECK("capture_capped",
+	      r && r->stdout_truncated && r->stdout_bytes == 300011 && r->stdout_len < 1200);
 	corral_result_free(r);
 	corral_config_free(c);
 }
@@ -140,7 +140,8 @@ static void test_concurrent_spawn(void)
 		epoll_ctl(ep, EPOLL_CTL_ADD, corral_proc_fd(p[i]), &ev);
 	}
 	CHECK("spawn_all", ok);
-	CHECK("spawn_exposes_fds", corral_proc_pidfd(p[0]) >= 0 && corral_proc_stdout_fd(p[0]) >= 0);
+	CHECK("spawn_exposes_fds",
+	      corral_proc_pidfd(p[0]) >= 0 && corral_proc_stdout_fd(p[0]) >= 0);
 	int done = 0, right = 0;
 	int finished[N] = {0};
 	while (done < N && now_ms() - t0 < 20000) {
@@ -208,8 +209,8 @@ static void test_timeout(void)
 	long t0 = now_ms();
 	corral_run(c, &r, NULL);
 	long el = now_ms() - t0;
-	CHECK("timeout_term_ignoring", r && r->timed_out && r->signal == SIGKILL &&
-	                                   r->limit == CORRAL_HIT_TIMEOUT);
+	CHECK("timeout_term_ignoring",
+	      r && r->timed_out && r->signal == SIGKILL && r->limit == CORRAL_HIT_TIMEOUT);
 	CHECK("timeout_grace_respected", el >= 450 && el < 3000);
 	char *json = NULL;
 	CHECK("timeout_json", r && corral_result_to_json(r, &json, NULL) == 0 &&
@@ -217,6 +218,203 @@ static void test_timeout(void)
 	free(json);
 	corral_result_free(r);
 	corral_config_free(c);
+}
+
+/* ---- pipelines ---------------------------------------------------------------------- */
+
+static struct corral_pipeline_result *pipe_run(const char *const *cmds, size_t n,
+                                               uint64_t timeout_ms, uint64_t kill_after_ms, int *rc)
+{
+	corral_config *c[16];
+	for (size_t i = 0; i < n; i++) {
+		c[i] = cfg_shell(cmds[i]);
+		if (timeout_ms)
+			corral_config_set_timeout_ms(c[i], timeout_ms, kill_after_ms, NULL);
+	}
+	struct corral_pipeline_result *r = NULL;
+	*rc = corral_pipeline_run((const corral_config *const *)c, n, &r, NULL);
+	for (size_t i = 0; i < n; i++)
+		corral_config_free(c[i]);
+	return r;
+}
+
+static void test_pipeline_basic(void)
+{
+	const char *cmds[] = {"printf 'b\\na\\nc\\n'", "sort", "tr a-z A-Z"};
+	int rc;
+	struct corral_pipeline_result *r = pipe_run(cmds, 3, 0, 0, &rc);
+	CHECK("pipeline_runs", rc == 0 && r && r->n_stages == 3);
+	CHECK("pipeline_output",
+	      r && r->stages[2]->stdout_buf && !strcmp(r->stages[2]->stdout_buf, "A\nB\nC\n"));
+	CHECK("pipeline_status_0",
+	      r && r->exit_code == 0 && r->failed_stage == -1 && !r->timed_out && !r->error.code);
+	CHECK("pipeline_middle_stdout_not_captured",
+	      r && r->stages[0]->stdout_bytes == 0 && r->stages[1]->stdout_len == 0);
+	char *json = NULL;
+	CHECK("pipeline_json", r && corral_pipeline_result_to_json(r, &json, NULL) == 0 &&
+	                           strstr(json, "\"pipeline\":true") &&
+	                           strstr(json, "\"stdout\":\"A\\nB\\nC\\n\"") &&
+	                           strstr(json, "\"failed_stage\":null") &&
+	                           strstr(json, "\"stages\":[{"));
+	free(json);
+	corral_pipeline_result_free(r);
+
+	/* the first stage's stdin settings apply; 10 MB flow through */
+	corral_config *c[3] = {cfg_shell("cat; head -c 10000000 /dev/zero"), cfg_shell("cat"),
+	                       cfg_shell("wc -c")};
+	corral_config_set_stdin_data(c[0], "12345", 5, NULL);
+	rc = corral_pipeline_run((const corral_config *const *)c, 3, &r, NULL);
+	CHECK("pipeline_stdin_and_volume", rc == 0 && r && r->stages[2]->stdout_buf &&
+	                                       atol(r->stages[2]->stdout_buf) == 10000005);
+	corral_pipeline_result_free(r);
+	for (int i = 0; i < 3; i++)
+		corral_config_free(c[i]);
+}
+
+static void test_pipeline_pipefail(void)
+{
+	int rc;
+	const char *a[] = {"echo x", "exit 3", "cat"};
+	struct corral_pipeline_result *r = pipe_run(a, 3, 0, 0, &rc);
+	CHECK("pipefail_middle", r && r->exit_code == 3 && r->failed_stage == 1 &&
+	                             r->stages[1]->exit_code == 3 && r->stages[2]->exit_code == 0);
+	corral_pipeline_result_free(r);
+	const char *b[] = {"exit 4", "exit 5", "true"};
+	r = pipe_run(b, 3, 0, 0, &rc);
+	CHECK("pipefail_rightmost", r && r->exit_code == 5 && r->failed_stage == 1);
+	corral_pipeline_result_free(r);
+	/* yes dies of SIGPIPE once head has exited: counts, as with bash's pipefail */
+	const char *c[] = {"exec yes", "head -n 1"};
+	r = pipe_run(c, 2, 0, 0, &rc);
+	CHECK("pipefail_sigpipe", r && r->exit_code == 128 + SIGPIPE && r->failed_stage == 0 &&
+	                              r->stages[0]->signal == SIGPIPE &&
+	                              !strcmp(r->stages[1]->stdout_buf, "y\n"));
+	corral_pipeline_result_free(r);
+}
+
+static void test_pipeline_teardown(void)
+{
+	int rc;
+	/* a failing middle stage: the stage before it (which writes nothing, so no SIGPIPE
+	 * would end it) is stopped at once */
+	const char *a[] = {"sleep 30", "sleep 0.2; exit 7", "wc -c"};
+	long t0 = now_ms();
+	struct corral_pipeline_result *r = pipe_run(a, 3, 20000, 2000, &rc);
+	long el = now_ms() - t0;
+	CHECK("teardown_status", r && r->exit_code == 7 && r->failed_stage == 1 && !r->timed_out);
+	CHECK("teardown_upstream_stopped",
+	      r && r->stages[0]->signal == SIGKILL && r->stopped[0] && !r->stopped[1] && el < 5000);
+	CHECK("teardown_downstream_eof",
+	      r && r->stages[2]->exited && r->stages[2]->exit_code == 0 && !r->stopped[2]);
+	corral_pipeline_result_free(r);
+
+	/* a downstream stage that ignores EOF and SIGTERM gets the kill grace, then SIGKILL */
+	const char *b[] = {"exit 2", "trap '' TERM; while :; do sleep 0.05; done"};
+	t0 = now_ms();
+	r = pipe_run(b, 2, 20000, 300, &rc);
+	el = now_ms() - t0;
+	CHECK("teardown_downstream_grace", r && r->stages[1]->signal == SIGKILL && r->stopped &&
+	                                       r->stopped[1] && el >= 280 && el < 4000);
+	CHECK("teardown_downstream_status",
+	      r && r->exit_code == 128 + SIGKILL && r->failed_stage == 1);
+	corral_pipeline_result_free(r);
+}
+
+static void test_pipeline_timeout(void)
+{
+	int rc;
+	const char *a[] = {"sleep 30", "cat", "trap '' TERM; cat; sleep 30"};
+	long t0 = now_ms();
+	struct corral_pipeline_result *r = pipe_run(a, 3, 300, 300, &rc);
+	long el = now_ms() - t0;
+	CHECK("pipeline_timeout", r && r->timed_out && el >= 280 && el < 4000);
+	int all = r != NULL;
+	for (size_t i = 0; r && i < r->n_stages; i++)
+		all &= r->stages[i]->timed_out && r->stages[i]->limit == CORRAL_HIT_TIMEOUT;
+	CHECK("pipeline_timeout_every_stage", all);
+	char *json = NULL;
+	CHECK("pipeline_timeout_json", r && corral_pipeline_result_to_json(r, &json, NULL) == 0 &&
+	                                   strstr(json, "\"timed_out\":true"));
+	free(json);
+	corral_pipeline_result_free(r);
+}
+
+static void test_pipeline_errors(void)
+{
+	struct corral_error e = {0};
+	corral_config *c[3] = {cfg_shell("true"), corral_config_new(), cfg_shell("true")};
+	corral_config_set_workspace(c[1], ws, NULL);
+	const char *nf[] = {"corral-no-such-cmd", "-x", NULL};
+	corral_config_set_argv(c[1], nf, NULL);
+	corral_pipeline *p = NULL;
+	int rc = corral_pipeline_spawn((const corral_config *const *)c, 3, &p, &e);
+	CHECK("pipeline_not_found",
+	      rc == CORRAL_ENOTFOUND && !p && strstr(e.message, "stage 2 (corral-no-such-cmd)"));
+	struct corral_pipeline_result *r = NULL;
+	rc = corral_pipeline_run((const corral_config *const *)c, 3, &r, &e);
+	CHECK("pipeline_not_found_result", rc == CORRAL_ENOTFOUND && r && r->n_stages == 0 &&
+	                                       r->failed_stage == 1 && r->exit_code == 127);
+	char *json = NULL;
+	CHECK("pipeline_not_found_json", r && corral_pipeline_result_to_json(r, &json, NULL) == 0 &&
+	                                     strstr(json, "\"stages\":[]") &&
+	                                     strstr(json, "stage 2 (corral-no-such-cmd)"));
+	free(json);
+	corral_pipeline_result_free(r);
+	rc = corral_pipeline_spawn((const corral_config *const *)c, 1, &p, &e);
+	CHECK("pipeline_one_stage_refused", rc == CORRAL_EINVAL && strstr(e.message, "2 to 16"));
+	corral_config *none = corral_config_new();
+	corral_config_set_workspace(none, ws, NULL);
+	const corral_config *cc[2] = {c[0], none};
+	rc = corral_pipeline_spawn(cc, 2, &p, &e);
+	CHECK("pipeline_no_command", rc == CORRAL_EINVAL && strstr(e.message, "stage 2"));
+	corral_config_free(none);
+	for (int i = 0; i < 3; i++)
+		corral_config_free(c[i]);
+}
+
+/* The non-blocking API from a caller's own event loop, and a cancel. */
+static void test_pipeline_nonblocking(void)
+{
+	corral_config *c[3] = {cfg_shell("sleep 30"), cfg_shell("cat"), cfg_shell("cat")};
+	corral_pipeline *p = NULL;
+	int rc = corral_pipeline_spawn((const corral_config *const *)c, 3, &p, NULL);
+	for (int i = 0; i < 3; i++)
+		corral_config_free(c[i]); /* copied */
+	CHECK("pipeline_spawn", rc == 0 && p && corral_pipeline_fd(p) >= 0);
+	if (!p)
+		return;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	struct epoll_event ev = {.events = EPOLLIN};
+	epoll_ctl(ep, EPOLL_CTL_ADD, corral_pipeline_fd(p), &ev);
+	long t0 = now_ms();
+	int done = 0, cancelled = 0;
+	while (!done && now_ms() - t0 < 10000) {
+		struct epoll_event out;
+		epoll_wait(ep, &out, 1, cancelled ? corral_pipeline_next_timeout_ms(p) : 200);
+		if (!cancelled && now_ms() - t0 >= 200) {
+			corral_pipeline_cancel(p, 0, NULL);
+			cancelled = 1;
+		}
+		done = corral_pipeline_step(p, 0, NULL) == 1;
+	}
+	struct corral_pipeline_result *r = NULL;
+	CHECK("pipeline_cancel_finishes", done && corral_pipeline_result(p, &r, NULL) == 0 &&
+	                                      r->cancelled && !r->timed_out &&
+	                                      r->stages[0]->signal == SIGKILL && r->stopped[0]);
+	CHECK("pipeline_result_once", corral_pipeline_result(p, &r, NULL) == CORRAL_ESTATE);
+	corral_pipeline_result_free(r);
+	corral_pipeline_destroy(p);
+	close(ep);
+
+	/* destroy while running kills and reaps every stage */
+	corral_config *d[2] = {cfg_shell("sleep 30"), cfg_shell("sleep 30")};
+	rc = corral_pipeline_spawn((const corral_config *const *)d, 2, &p, NULL);
+	corral_pipeline_step(p, 100, NULL);
+	t0 = now_ms();
+	corral_pipeline_destroy(p);
+	CHECK("pipeline_destroy_running", rc == 0 && now_ms() - t0 < 3000);
+	for (int i = 0; i < 2; i++)
+		corral_config_free(d[i]);
 }
 
 int main(int argc, char **argv)
@@ -232,6 +430,12 @@ int main(int argc, char **argv)
 	test_concurrent_spawn();
 	test_cancel_and_destroy();
 	test_timeout();
+	test_pipeline_basic();
+	test_pipeline_pipefail();
+	test_pipeline_teardown();
+	test_pipeline_timeout();
+	test_pipeline_errors();
+	test_pipeline_nonblocking();
 	char *doc = NULL;
 	CHECK("check_host_json", corral_check_host(&doc, NULL) == 0 && strstr(doc, "landlock"));
 	free(doc);

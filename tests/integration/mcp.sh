@@ -58,15 +58,18 @@ for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--allow-env", "MY_*"]))
     s.initialize(v)
     tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
-    assert set(tools) == {"run_command", "run_code", "can_i"}, tools.keys()
+    assert set(tools) == {"run_command", "run_code", "can_i", "shell_exec", "shell_close",
+                          "shell_list", "job_start", "job_output", "job_kill", "job_list",
+                          "run_pipeline"}, tools.keys()
     new = v >= "2025-06-18"
+    with_output = {"run_command", "run_code", "can_i", "shell_exec"}
     for t in tools.values():
         assert t["inputSchema"]["type"] == "object", t
         assert t["description"], t
-        assert ("outputSchema" in t) == new, (v, t.keys())
+        assert ("outputSchema" in t) == (new and t["name"] in with_output), (v, t.keys())
         assert ("title" in t) == new, (v, t.keys())
         assert ("annotations" in t) == (v >= "2025-03-26"), (v, t.keys())
-        if new:
+        if new and t["name"] in with_output:
             assert t["outputSchema"]["type"] == "object"
             assert ("exit_code" if t["name"] != "can_i" else "allowed") in t["outputSchema"]["properties"]
     if v >= "2025-03-26":   # can_i only reads the policy
@@ -197,7 +200,7 @@ os.mkdir(ws)
 s = M.Server([os.environ["CORRAL"].encode(), b"mcp", b"-w", ws])
 r = s.initialize()["result"]
 assert "/ws-\ufffd-dir" in r["instructions"], r["instructions"]
-assert len(s.response(s.request("tools/list"))["result"]["tools"]) == 3
+assert len(s.response(s.request("tools/list"))["result"]["tools"]) == 11
 r = s.call("run_command", {"command": "pwd; printf 'bin\\377\\000ary\\n'; printf '\\303' >&2"})
 t = M.text_of(r)
 assert not r["isError"] and "/ws-\ufffd-dir" in t and "bin\ufffd\ufffdary" in t, t

@@ -1,0 +1,304 @@
+# MCP shell sessions and background jobs (issue: sessions): shell_exec, shell_close,
+# shell_list, job_start, job_output, job_kill, job_list, driven over
+# stdio by tests/mcp_client.py. Claims are judged on the host: pgrep of unique markers, a
+# host-side connection attempt, files in the workspace.
+
+mcp_py() {
+	PYTHONPATH="$TESTDIR" CORRAL="$CORRAL" WS="$WS" MARK="m$$-$RANDOM-$RANDOM" python3 - "$@"
+}
+
+test_mcp_shell_state_persists() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+ws = os.environ["WS"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s.initialize()
+r = s.call("shell_exec", {"command": "mkdir -p sub && cd sub && export GREETING=hello && "
+                                     "greet() { echo \"$GREETING $1\"; } && echo made > f.txt"})
+assert not r["isError"], r
+sc = r["structuredContent"]
+sid = sc["session"]["id"]
+assert sc["exit_code"] == 0 and sc["session"] == {"id": sid, "restarted": False, "ended": False}, sc
+assert r["content"][0]["text"].startswith("session " + sid + " (new"), r["content"][0]
+r = s.call("shell_exec", {"session": sid, "command": "pwd; greet world; cat f.txt"})
+sc = r["structuredContent"]
+assert sc["stdout"] == ws + "/sub\nhello world\nmade\n", sc["stdout"]
+assert "(new" not in r["content"][0]["text"]
+# the file is on the host, in the workspace
+assert open(ws + "/sub/f.txt").read() == "made\n"
+# exit status, stderr, and a command that reads stdin gets EOF
+r = s.call("shell_exec", {"session": sid, "command": "cat; read x; echo rc=$? >&2; false"})
+sc = r["structuredContent"]
+assert sc["exit_code"] == 1 and sc["stderr"] == "rc=1\n" and sc["stdout"] == "", sc
+# a second session is separate
+r = s.call("shell_exec", {"command": "echo \"[$GREETING]\"; pwd"})
+sc2 = r["structuredContent"]
+assert sc2["session"]["id"] != sid and sc2["stdout"] == "[]\n" + ws + "\n", sc2
+# session calls do not take slots of one-shot runs (a regression: they once leaked one each)
+for i in range(6):
+    r = s.call("run_command", {"command": "echo %d" % i}, timeout=10)
+    assert r["structuredContent"]["stdout"] == "%d\n" % i, r
+assert s.close() == 0
+PY
+}
+
+test_mcp_shell_timeout_keeps_session() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--kill-after", "500ms"]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "export KEEP=yes"})["structuredContent"]["session"]["id"]
+t = time.monotonic()
+r = s.call("shell_exec", {"session": sid, "timeout_s": 1,
+                          "command": "sh -c 'sleep 100' %s" % mark})
+sc = r["structuredContent"]
+assert sc["timed_out"] and sc["limit"] == "timeout" and sc["exit_code"] == 130, sc
+assert not sc["session"]["restarted"] and time.monotonic() - t < 5, sc
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "sleep survived"
+r = s.call("shell_exec", {"session": sid, "command": "echo $KEEP"})
+assert r["structuredContent"]["stdout"] == "yes\n", r
+# a shell that ignores SIGINT and spins is restarted, and says its state was lost
+r = s.call("shell_exec", {"session": sid, "timeout_s": 0.5,
+                          "command": "trap '' INT; while :; do :; done"})
+sc = r["structuredContent"]
+assert sc["timed_out"] and sc["session"]["restarted"], sc
+assert "restarted" in r["content"][0]["text"] and "lost" in r["content"][0]["text"], r["content"][0]
+r = s.call("shell_exec", {"session": sid, "command": "echo \"[$KEEP]\""})
+assert r["structuredContent"]["stdout"] == "[]\n", r
+assert s.close() == 0
+PY
+}
+
+test_mcp_shell_exit_ends_session() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off"]))
+s.initialize()
+r = s.call("shell_exec", {"command": "exit 7"})
+sc = r["structuredContent"]
+sid = sc["session"]["id"]
+assert sc["exit_code"] == 7 and sc["session"]["ended"], sc
+assert "has ended" in r["content"][0]["text"], r["content"][0]
+r = s.call("shell_exec", {"session": sid, "command": "echo x"})
+assert r["isError"] and "no such session" in M.text_of(r), r
+lst = s.call("shell_list", {})["structuredContent"]
+assert lst["sessions"] == [], lst
+assert s.close() == 0
+PY
+}
+
+test_mcp_shell_close_list_and_limits() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--max-sessions", "2"]))
+s.initialize()
+a = s.call("shell_exec", {"command": "sh -c 'sleep 300' %s-a &" % mark})["structuredContent"]
+b = s.call("shell_exec", {"command": "true"})["structuredContent"]
+ids = {a["session"]["id"], b["session"]["id"]}
+r = s.call("shell_exec", {"command": "true"})
+assert r["isError"] and "too many sessions" in M.text_of(r), r
+lst = s.call("shell_list", {})["structuredContent"]
+assert {x["session"] for x in lst["sessions"]} == ids and lst["max_sessions"] == 2, lst
+for x in lst["sessions"]:
+    assert x["alive"] and not x["busy"] and x["commands"] == 1 and x["shell"] in ("bash", "sh"), x
+# the background sleep lives in session a until the session is closed
+assert subprocess.run(["pgrep", "-f", mark + "-a"], capture_output=True).returncode == 0
+r = s.call("shell_close", {"session": a["session"]["id"]})["structuredContent"]
+assert r["closed"] == a["session"]["id"], r
+for _ in range(50):
+    if subprocess.run(["pgrep", "-f", mark + "-a"], capture_output=True).returncode == 1:
+        break
+    time.sleep(0.1)
+else:
+    raise AssertionError("a process of the closed session survived")
+# closing twice, and bad arguments: tool errors, the server keeps serving
+for args, want in [({"session": a["session"]["id"]}, "no such session"), ({}, "session: required"),
+                   ({"session": 5}, "session: must be a string")]:
+    r = s.call("shell_close", args)
+    assert r["isError"] and want in M.text_of(r), (args, r)
+for args, want in [({"command": ""}, "command: required"), ({"command": "x", "bogus": 1}, "bogus"),
+                   ({"command": "x", "timeout_s": -1}, "timeout_s"),
+                   ({"command": "x", "session": "nope"}, "no such session")]:
+    r = s.call("shell_exec", args)
+    assert r["isError"] and want in M.text_of(r), (args, r)
+assert s.call("shell_exec", {"command": "echo ok"})["structuredContent"]["stdout"] == "ok\n"
+assert s.close() == 0
+PY
+}
+
+test_mcp_shell_idle_expiry() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--session-idle", "1s"]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "sh -c 'sleep 300' %s &" % mark})["structuredContent"]["session"]["id"]
+# busy time does not count as idle: a 1.5 s command in a 1 s idle window keeps it
+r = s.call("shell_exec", {"session": sid, "command": "sleep 1.5; echo still"})
+assert r["structuredContent"]["stdout"] == "still\n", r
+time.sleep(2.0)
+lst = s.call("shell_list", {})["structuredContent"]
+assert lst["sessions"] == [] and lst["idle_expiry_s"] == 1.0, lst
+r = s.call("shell_exec", {"session": sid, "command": "true"})
+assert r["isError"] and "no such session" in M.text_of(r), r
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "survivor"
+assert s.close() == 0
+assert b"closed after" in s.stderr_text, s.stderr_text
+PY
+}
+
+# The use case of the issue: a server started as a job in a session is reached over the
+# session's own loopback; the host and other sessions cannot reach it.
+test_mcp_job_http_server_in_session() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, socket, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+sk = socket.socket(); sk.bind(("127.0.0.1", 0)); port = sk.getsockname()[1]; sk.close()
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "mkdir -p site && cd site && echo page > index.html"})["structuredContent"]["session"]["id"]
+# http.server's own entry point, with the marker as an extra argument for pgrep
+srv = ("exec python3 -c 'import http.server as h; h.test(HandlerClass=h.SimpleHTTPRequestHandler, "
+       "port=%d, bind=\"127.0.0.1\")' %s" % (port, mark))
+r = s.call("job_start", {"session": sid, "command": srv})
+j = r["structuredContent"]
+assert not r["isError"] and j["running"] and j["session"] == sid, r
+fetch = ("python3 -c 'import sys,urllib.request as u\n"
+         "try: print(u.urlopen(\"http://127.0.0.1:%d/index.html\", timeout=2).read().decode(), end=\"\")\n"
+         "except Exception as e: print(\"unreachable\", type(e).__name__); sys.exit(3)'" % port)
+for _ in range(50):
+    sc = s.call("shell_exec", {"session": sid, "command": fetch})["structuredContent"]
+    if sc["exit_code"] == 0:
+        break
+    time.sleep(0.1)
+assert sc["stdout"] == "page\n", sc      # the job started in the shell's directory (site/)
+# the host cannot connect: the job lives in the session's network namespace
+c = socket.socket(); c.settimeout(1)
+assert c.connect_ex(("127.0.0.1", port)) != 0, "the host reached the session's server"
+c.close()
+# another session cannot either
+sc = s.call("shell_exec", {"command": fetch})["structuredContent"]
+assert sc["exit_code"] == 3 and "unreachable" in sc["stdout"], sc
+# its log arrives in the job's ring, read by offset
+for _ in range(50):   # the server logs the request after it answered it
+    o = s.call("job_output", {"job": j["job"]})["structuredContent"]
+    if "GET /index.html" in o["stderr"]:
+        break
+    time.sleep(0.1)
+assert "GET /index.html" in o["stderr"] and o["running"] and o["from_offset"] == 0, o
+n = o["next_offset"]
+o2 = s.call("job_output", {"job": j["job"], "since_offset": n})["structuredContent"]
+assert o2["from_offset"] == n and o2["stderr"] == "" and o2["missed_bytes"] == 0, o2
+lst = s.call("job_list", {})["structuredContent"]
+assert [x["job"] for x in lst["jobs"]] == [j["job"]] and lst["running"] == 1, lst
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 0
+k = s.call("job_kill", {"job": j["job"]})["structuredContent"]
+assert not k["running"] and k["signal"] in (15, 9), k
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "job survived"
+# the session itself goes on
+assert s.call("shell_exec", {"session": sid, "command": "echo on"})["structuredContent"]["stdout"] == "on\n"
+assert s.close() == 0
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1
+PY
+}
+
+test_mcp_job_standalone_ring_and_limits() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--max-jobs", "2", "--max-output", "64k"]))
+s.initialize()
+j = s.call("job_start", {"command": "echo out; echo err >&2; exit 4"})["structuredContent"]
+assert j["running"] and j["session"] is None, j
+for _ in range(100):
+    o = s.call("job_output", {"job": j["job"]})["structuredContent"]
+    if not o["running"]:
+        break
+    time.sleep(0.05)
+assert o["stdout"] == "out\n" and o["stderr"] == "err\n" and o["exit_code"] == 4, o
+# a flood overflows the 64 KiB ring: dropped and missed bytes are reported
+f = s.call("job_start", {"command": "head -c 300000 /dev/zero | tr '\\0' x"})["structuredContent"]
+for _ in range(100):
+    o = s.call("job_output", {"job": f["job"], "max_bytes": 1000})["structuredContent"]
+    if not o["running"]:
+        break
+    time.sleep(0.05)
+o = s.call("job_output", {"job": f["job"], "max_bytes": 1000})["structuredContent"]
+assert o["total_bytes"] == 300000 and o["dropped_bytes"] == 300000 - 65536, o
+assert o["missed_bytes"] == o["dropped_bytes"] and o["from_offset"] == o["dropped_bytes"], o
+assert len(o["stdout"]) == 1000 and o["next_offset"] == o["from_offset"] + 1000 and o["more"], o
+# the job limit, then kill: nothing left on the host
+a = s.call("job_start", {"command": "sh -c 'sleep 300' %s-1" % mark})["structuredContent"]
+b = s.call("job_start", {"command": "sh -c 'sleep 300' %s-2" % mark})["structuredContent"]
+r = s.call("job_start", {"command": "true"})
+assert r["isError"] and "too many jobs" in M.text_of(r), r
+for x in (a, b):
+    k = s.call("job_kill", {"job": x["job"]})["structuredContent"]
+    assert not k["running"], k
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "job survived"
+# bad arguments
+for tool, args, want in [("job_output", {"job": "x"}, "no such job"),
+                         ("job_output", {"job": a["job"], "since_offset": -1}, "since_offset"),
+                         ("job_kill", {}, "job: required"),
+                         ("job_start", {"command": "x", "session": "s", "cwd": "."}, "cwd"),
+                         ("job_start", {"command": "x", "stdin": "y"}, "stdin")]:
+    r = s.call(tool, args)
+    assert r["isError"] and want in M.text_of(r), (tool, args, r)
+assert s.close() == 0
+PY
+}
+
+# Shutting the server down leaves no session, job or process behind.
+test_mcp_sessions_jobs_end_with_server() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "sh -c 'sleep 300' %s-bg &" % mark})["structuredContent"]["session"]["id"]
+s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sj" % mark})
+s.call("job_start", {"command": "sh -c 'sleep 300' %s-j" % mark})
+time.sleep(0.3)
+out = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
+assert len(out) >= 3, out
+assert s.close() == 0
+for _ in range(50):
+    if subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1:
+        break
+    time.sleep(0.1)
+else:
+    raise AssertionError("survivors after the server ended")
+PY
+}
+
+test_mcp_run_pipeline() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--kill-after", "300ms"]))
+s.initialize()
+r = s.call("run_pipeline", {"stages": [["printf", "b\\na\\nc\\n"], ["sort"], ["head", "-n", "2"]]})
+sc = r["structuredContent"]
+assert not r["isError"] and sc["stdout"] == "a\nb\n" and sc["exit_code"] == 0, r
+assert [st["exit_code"] for st in sc["stages"]] == [0, 0, 0] and sc["failed_stage"] is None, sc
+assert "stage 2 (sort): exit 0" in M.text_of(r), M.text_of(r)
+# a failing middle stage: pipefail status, the upstream stage torn down, nothing survives
+r = s.call("run_pipeline", {"stages": [["sh", "-c", "exec sleep 300", mark], ["sh", "-c", "exit 3"],
+                                       ["cat"]], "timeout_s": 20})
+sc = r["structuredContent"]
+assert r["isError"] and sc["exit_code"] == 3 and sc["failed_stage"] == 1, sc
+assert sc["stages"][0]["signal"] in (9, 15) and sc["stages"][2]["exit_code"] == 0, sc["stages"]
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "stage survived"
+# a stage that cannot start is named; bad stages are argument errors
+r = s.call("run_pipeline", {"stages": [["echo", "x"], ["no-such-command-zz"]]})
+assert r["isError"] and "stage 2" in M.text_of(r) and "no-such-command-zz" in M.text_of(r), r
+for args, want in [({"stages": [["echo"]]}, "2 to 16"), ({"stages": "x"}, "stages"),
+                   ({"stages": [["echo"], []]}, "stages[1]"), ({"stages": [["echo"], [1]]}, "stages[1][0]"),
+                   ({}, "stages: required")]:
+    r = s.call("run_pipeline", args)
+    assert r["isError"] and want in M.text_of(r), (args, r)
+assert s.close() == 0
+PY
+}
