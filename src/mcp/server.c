@@ -335,7 +335,10 @@ static bool audit_ready(struct server *s)
 	return true;
 }
 
-static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
+/* One execution of a call in the audit store: kind "mcp_call" for a run, "session_cmd" for a
+ * command in a session, "pipeline_stage" for each stage of a pipeline. */
+static void audit_exec(struct server *s, const struct call *c, const struct corral_result *res,
+                       const char *kind)
 {
 	if (!res || !audit_ready(s))
 		return;
@@ -343,10 +346,10 @@ static void audit_call(struct server *s, const struct call *c, const struct corr
 	char *viol = result_violations_json(res);
 	struct audit_run r = {
 	    .res = res,
-	    .kind = "mcp_call",
+	    .kind = kind,
 	    .client = "mcp",
 	    .client_info_json = s->client_info,
-	    .cwd = c->cwd,
+	    .cwd = c->cwd ? c->cwd : s->o->workspace,
 	    .profile = base->profile_name ? base->profile_name : "default",
 	    .policy_hash = c->policy_hash[0] ? c->policy_hash : NULL,
 	    .started_at_ms = c->started_wall_ms,
@@ -361,6 +364,11 @@ static void audit_call(struct server *s, const struct call *c, const struct corr
 	else
 		s->audit_fails_in_row = 0;
 	free(viol);
+}
+
+static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
+{
+	audit_exec(s, c, res, "mcp_call");
 }
 
 static void audit_queries(struct server *s, const json_t *answers)
@@ -933,28 +941,7 @@ static void session_answer(struct server *s, struct msess *m)
 		call_retire(s, c);
 		return;
 	}
-	if (s->audit) {
-		/* recorded as a session command */
-		const corral_config *base = s->o->base;
-		char *viol = result_violations_json(res);
-		struct audit_run ar = {
-		    .res = res,
-		    .kind = "session_cmd",
-		    .client = "mcp",
-		    .client_info_json = s->client_info,
-		    .cwd = s->o->workspace,
-		    .profile = base->profile_name ? base->profile_name : "default",
-		    .started_at_ms = c->started_wall_ms,
-		    .store_output = s->o->audit_output,
-		    .cancelled = c->cancelled,
-		    .violations_json = viol,
-		    .redactions = res->redactions,
-		};
-		struct corral_error aerr = {0};
-		if (audit_ready(s) && audit_record_run(s->audit, &ar, &aerr) < 0)
-			audit_failed(s, &aerr);
-		free(viol);
-	}
+	audit_exec(s, c, res, "session_cmd");
 	json_t *out = c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version);
 	if (out) {
 		char note[300];
@@ -1411,28 +1398,8 @@ static void pipeline_respond(struct server *s, struct call *c,
 	json_t *structured = json_loads(json, 0, NULL);
 	free(json);
 	/* every stage in the audit record, as a pipeline stage */
-	for (size_t i = 0; i < pr->n_stages && s->audit; i++) {
-		if (!audit_ready(s))
-			continue;
-		char *viol = result_violations_json(pr->stages[i]);
-		struct audit_run ar = {
-		    .res = pr->stages[i],
-		    .kind = "pipeline_stage",
-		    .client = "mcp",
-		    .client_info_json = s->client_info,
-		    .cwd = c->cwd ? c->cwd : s->o->workspace,
-		    .profile = s->o->base->profile_name ? s->o->base->profile_name : "default",
-		    .started_at_ms = c->started_wall_ms,
-		    .store_output = s->o->audit_output,
-		    .cancelled = c->cancelled,
-		    .violations_json = viol,
-		    .redactions = pr->stages[i]->redactions,
-		};
-		struct corral_error aerr = {0};
-		if (audit_record_run(s->audit, &ar, &aerr) < 0)
-			audit_failed(s, &aerr);
-		free(viol);
-	}
+	for (size_t i = 0; i < pr->n_stages; i++)
+		audit_exec(s, c, pr->stages[i], "pipeline_stage");
 	if (!structured) {
 		respond(s, c, mcp_tool_error("internal error: the pipeline result is not JSON"));
 		return;

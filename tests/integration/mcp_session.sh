@@ -302,3 +302,35 @@ for args, want in [({"stages": [["echo"]]}, "2 to 16"), ({"stages": "x"}, "stage
 assert s.close() == 0
 PY
 }
+
+# Session commands, pipeline stages and ended jobs are in the audit store.
+test_mcp_session_job_pipeline_audit() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, subprocess, time, mcp_client as M
+ws = os.environ["WS"]
+db = ws + "/audit.db"
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db]))
+s.initialize()
+sc = s.call("shell_exec", {"command": "echo audited-session"})["structuredContent"]
+s.call("run_pipeline", {"stages": [["echo", "x"], ["cat"]]})
+j = s.call("job_start", {"command": "echo job-out"})["structuredContent"]["job"]
+for _ in range(100):
+    if not s.call("job_output", {"job": j})["structuredContent"]["running"]:
+        break
+    time.sleep(0.05)
+assert s.close() == 0
+def audit(*a):
+    out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db] + list(a),
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+rows = json.loads(audit("list", "--kind", "session_cmd", "--json"))
+assert [r["id"] for r in rows] == [sc["id"]], rows
+assert len(json.loads(audit("list", "--kind", "pipeline_stage", "--json"))) == 2
+rows = [json.loads(l) for l in audit("export").splitlines()]
+jobs = [r for r in rows if r["type"] == "event" and r["kind"] == "job"]
+assert [r["detail"]["job"] for r in jobs] == [j], rows
+assert jobs[0]["detail"]["exit_code"] == 0 and jobs[0]["detail"]["total_bytes"] == 8, jobs
+audit("verify")   # the chain holds (audit() fails on a non-zero exit)
+PY
+}
