@@ -108,6 +108,29 @@ static void child_report(int fd, int kind, int step, int err, int detail, int st
  * command) and exit. */
 static _Noreturn void fail_on(int fd, int step, int err, int detail, const char *path)
 {
+	if (fd < 0) {
+		/* a job in a session: its stderr is its ring, so a line of text there */
+		char msg[96] = "corral: the job could not start: ";
+		size_t n = strlen(msg);
+		const char *what = launch_step_name(step);
+		for (size_t i = 0; what[i] && n < 70; i++)
+			msg[n++] = what[i];
+		const char *tail = ": errno ";
+		for (size_t i = 0; tail[i]; i++)
+			msg[n++] = tail[i];
+		int e = err < 0 ? -err : err;
+		char d[12];
+		int nd = 0;
+		do
+			d[nd++] = (char)('0' + e % 10);
+		while ((e /= 10) && nd < 11);
+		while (nd)
+			msg[n++] = d[--nd];
+		msg[n++] = '\n';
+		ssize_t w = write(2, msg, n);
+		(void)w;
+		_exit(step == STEP_EXEC ? (err == ENOENT || err == -ENOENT ? 127 : 126) : 125);
+	}
 	struct report r = {
 	    .kind = REPORT_FAIL, .step = step, .err = err < 0 ? -err : err, .detail = detail};
 	for (size_t i = 0; path && path[i] && i + 1 < sizeof(r.path); i++)
@@ -196,6 +219,11 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+/* A session's init applies Landlock itself (see child_main), so that its shell and its jobs
+ * share one domain and can signal each other; this process-local flag (set in the cloned
+ * child only) tells the command and the jobs not to add a sibling domain of their own. */
+static bool landlock_in_init;
+
 /* Landlock and seccomp, then exec argv searching PATH in the sandbox's view. */
 static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
 {
@@ -203,7 +231,7 @@ static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv
 	/* Landlock and seccomp bind the command and everything it starts, but not the init:
 	 * with Landlock's signal scoping the command cannot signal its init, which matters
 	 * where there is no pid namespace to protect it. */
-	if (L->landlock && (r = landlock_apply_child(&L->ll, &detail)) < 0)
+	if (L->landlock && !landlock_in_init && (r = landlock_apply_child(&L->ll, &detail)) < 0)
 		fail_on(exec_fd, STEP_LANDLOCK, r, detail,
 		        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	/* seccomp last: it denies mount, setns and friends that the steps before used. */
@@ -303,8 +331,8 @@ static _Noreturn void job_exec(const struct launch *L, pid_t shell, int ofd, int
 		(void)chdir(L->cwd);
 	reset_signals();
 	char *argv[] = {L->argv[0], (char *)"-c", cmd, NULL};
-	/* exec failures end up as the job's status 126/127 */
-	confine_and_exec(L, argv, 2);
+	/* failures: a line on the job's stderr and the status 125/126/127 */
+	confine_and_exec(L, argv, -1);
 }
 
 static void ctl_drain(const struct launch *L, pid_t shell)
@@ -489,6 +517,10 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 				}
 				for (int i = 0; ctl && i < INIT_MAX_JOBS; i++)
 					if (init_jobs[i].pid == p) {
+						/* a job ends with its command: what it left in
+						 * its process group goes too (the group still
+						 * exists, so its id is not reused yet) */
+						kill(-p, SIGKILL);
 						ctl_reply(CTL_EXITED, init_jobs[i].id, st);
 						init_jobs[i].pid = 0;
 					}
@@ -585,6 +617,17 @@ static _Noreturn void child_main(const struct launch *L)
 		child_fail(STEP_NNP, r, -1);
 	if ((L->userns || getuid() == 0) && (r = caps_drop_all_child()) < 0)
 		child_fail(STEP_CAPS, r, -1);
+	/* A session: its shell and its jobs (forked by this init later) must be able to signal
+	 * each other, and Landlock's signal scoping forbids that between sibling domains. So
+	 * the init enters the domain first and they inherit it. Only with a pid namespace: there
+	 * the kernel ignores what the sandbox sends its init, but for the signals it waits for,
+	 * which can only end the sandbox's own session. */
+	if (L->fd_ctl >= 0 && L->pidns && L->landlock) {
+		if ((r = landlock_apply_child(&L->ll, &detail)) < 0)
+			fail_on(CFD_REPORT, STEP_LANDLOCK, r, detail,
+			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
+		landlock_in_init = true;
+	}
 
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)

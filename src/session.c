@@ -303,9 +303,11 @@ static void sess_emit(void *ud, const char *buf, size_t n)
 static void sess_on_output(void *ud, int stream, const char *buf, size_t n)
 {
 	corral_session *s = ud;
-	s->out_total += n;
-	if (s->out_total > s->opt.output_budget)
-		s->budget_hit = true;
+	if (s->sh != SH_STARTING) {
+		s->out_total += n;
+		if (s->out_total > s->opt.output_budget)
+			s->budget_hit = true;
+	}
 	if (s->sh == SH_STARTING) {
 		/* the shell's start-up chatter ("no job control"): kept for errors only */
 		size_t room = sizeof(s->startup_err) - 1 - s->startup_err_len;
@@ -857,11 +859,21 @@ static void sess_read_status(corral_session *s)
 					sess_arm_timer(s);
 					if (s->cmd == C_QUEUED)
 						sess_send_line(s);
-				} else if (s->cmd == C_RUNNING &&
-				           (!strcmp(nonce, s->cmd_nonce) ||
-				            (s->interrupted && !strcmp(nonce, s->resync_nonce)))) {
+				} else if (s->cmd == C_RUNNING && !strcmp(nonce, s->cmd_nonce)) {
 					s->have_status = true;
 					s->status = status;
+					/* After an interrupt the command is over only once the
+					 * resync line has been read too: the SIGINT may still be
+					 * on its way to a shell that is reading its next line,
+					 * and that line must not be a command's. */
+					if (!s->interrupted)
+						sess_finish_cmd(s);
+				} else if (s->cmd == C_RUNNING && s->interrupted &&
+				           !strcmp(nonce, s->resync_nonce)) {
+					if (!s->have_status) {
+						s->have_status = true;
+						s->status = status;
+					}
 					sess_finish_cmd(s);
 				}
 			}
@@ -918,6 +930,8 @@ static void sess_timers(corral_session *s)
 		sess_shell_ended(s);
 		return;
 	}
+	if (s->cmd == C_RUNNING && s->dl_cmd && t >= s->dl_cmd)
+		sess_read_status(s); /* a status already written wins over the deadline */
 	if (s->cmd == C_RUNNING && s->dl_cmd && t >= s->dl_cmd) {
 		/* The timeout: interrupt the foreground, then ask for the status again (an
 		 * interactive shell drops the rest of an interrupted line). */
@@ -939,7 +953,8 @@ static void sess_timers(corral_session *s)
 	}
 	if (s->cmd == C_RUNNING && s->dl_escalate && t >= s->dl_escalate) {
 		s->dl_escalate = 0;
-		s->cur->signal = SIGKILL;
+		if (!s->have_status)
+			s->cur->signal = SIGKILL;
 		sess_kill_foreground(s);
 		sess_resync(s); /* once more, in case the first one was lost to the interrupt */
 		s->dl_wedged = t + (s->cfg->kill_after_ms ? s->cfg->kill_after_ms : 100);
@@ -1691,7 +1706,7 @@ int corral_session_job_start(corral_session *s, const char *command, corral_job 
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
 	ssize_t n;
 	do
-		n = sendmsg(s->ctl, &mh, MSG_NOSIGNAL);
+		n = sendmsg(s->ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	int e = errno;
 	free(msg);
@@ -1862,7 +1877,7 @@ int corral_job_step(corral_job *j, int timeout_ms, struct corral_error *err)
 			if (j->sess && j->running) {
 				struct ctl_msg m = {
 				    .op = CTL_SIGNAL, .id = j->ctl_id, .arg = SIGKILL};
-				send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL);
+				send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
 			}
 		}
 		if (j->dl_drain && t >= j->dl_drain) {
@@ -1995,7 +2010,7 @@ int corral_job_kill(corral_job *j, uint64_t grace_ms, struct corral_error *err)
 	if (!j->sess)
 		return 0;
 	struct ctl_msg m = {.op = CTL_SIGNAL, .id = j->ctl_id, .arg = grace_ms ? SIGTERM : SIGKILL};
-	if (send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL) < 0)
+	if (send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		return corral_set_error(err, CORRAL_ESYS, errno, "job", "job: signal: %s",
 		                        strerror(errno));
 	if (grace_ms) {
@@ -2011,7 +2026,7 @@ void corral_job_free(corral_job *j)
 		return;
 	if (j->sess && !j->ended && j->sess->ctl >= 0) {
 		struct ctl_msg m = {.op = CTL_SIGNAL, .id = j->ctl_id, .arg = SIGKILL};
-		send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL);
+		send(j->sess->ctl, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT);
 	}
 	job_unlink(j);
 	if (j->proc)

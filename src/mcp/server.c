@@ -97,6 +97,7 @@ struct msess {
 	corral_session *s;
 	struct call *waiting; /* the shell_exec in progress */
 	struct msess *next;
+	bool dead; /* closed; freed after the current batch of events */
 };
 
 struct mjob {
@@ -108,6 +109,8 @@ struct mjob {
 	int64_t started_wall;
 	uint64_t started, ended; /* monotonic ms; ended 0 while it runs */
 	bool done;
+	bool expired; /* stopped at --job-timeout (once) */
+	bool dead;    /* dropped; freed after the current batch of events */
 };
 
 struct server {
@@ -115,6 +118,10 @@ struct server {
 	struct msess *sessions;
 	unsigned n_sessions;
 	struct mjob *jobs;
+	/* closed sessions and dropped jobs: an event for them may still be pending in the
+	 * current batch, so they are freed after it */
+	struct msess *dead_sessions;
+	struct mjob *dead_jobs;
 	int epfd, in_fd, out_fd, sigfd, timerfd;
 	struct watch w_in, w_out, w_sig, w_timer;
 	bool in_pollable, out_pollable, in_paused, out_watching, timer_armed;
@@ -924,7 +931,10 @@ static void session_free(struct server *s, struct msess *m)
 		call_retire(s, m->waiting);
 	}
 	corral_session_close(m->s);
-	free(m);
+	m->s = NULL;
+	m->dead = true;
+	m->next = s->dead_sessions;
+	s->dead_sessions = m;
 }
 
 static void session_answer(struct server *s, struct msess *m)
@@ -974,6 +984,8 @@ static void session_answer(struct server *s, struct msess *m)
 
 static void session_event(struct server *s, struct msess *m)
 {
+	if (m->dead)
+		return;
 	struct corral_error err = {0};
 	int r = corral_session_step(m->s, 0, &err);
 	if (r == 1)
@@ -1003,7 +1015,7 @@ static json_t *job_json(const struct mjob *j)
 static void job_event(struct server *s, struct mjob *j)
 {
 	struct corral_error err = {0};
-	if (j->done)
+	if (j->dead || j->done)
 		return;
 	if (corral_job_step(j->j, 0, &err) != 1)
 		return;
@@ -1041,7 +1053,10 @@ static void job_event(struct server *s, struct mjob *j)
 		struct mjob *d = *oldest;
 		*oldest = d->next;
 		corral_job_free(d->j);
-		free(d);
+		d->j = NULL;
+		d->dead = true;
+		d->next = s->dead_jobs;
+		s->dead_jobs = d;
 		finished--;
 	}
 }
@@ -1057,6 +1072,8 @@ static int stateful_timeout(struct server *s)
 		if (s->o->session_idle_ms && !m->waiting) {
 			struct corral_session_info in;
 			corral_session_info(m->s, &in);
+			if (in.jobs)
+				continue; /* its running jobs keep it (they have --job-timeout) */
 			uint64_t left = in.idle_ms >= s->o->session_idle_ms
 			                    ? 0
 			                    : s->o->session_idle_ms - in.idle_ms;
@@ -1070,7 +1087,7 @@ static int stateful_timeout(struct server *s)
 		int n = corral_job_next_timeout_ms(j->j);
 		if (n >= 0 && (t < 0 || n < t))
 			t = n;
-		if (s->o->job_timeout_ms) {
+		if (s->o->job_timeout_ms && !j->expired) {
 			uint64_t end = j->started + s->o->job_timeout_ms;
 			int left = end > now ? (int)(end - now > 60000 ? 60000 : end - now) : 0;
 			if (t < 0 || left < t)
@@ -1093,7 +1110,7 @@ static void stateful_tick(struct server *s)
 		if (s->o->session_idle_ms && !m->waiting) {
 			struct corral_session_info in;
 			corral_session_info(m->s, &in);
-			if (in.idle_ms >= s->o->session_idle_ms) {
+			if (in.idle_ms >= s->o->session_idle_ms && !in.jobs) {
 				logmsg("session %s closed after %llu s idle", in.id,
 				       (unsigned long long)(in.idle_ms / 1000));
 				session_free(s, m);
@@ -1106,9 +1123,11 @@ static void stateful_tick(struct server *s)
 		/* due, or already ended (a job_output read may have taken its last event) */
 		if (corral_job_next_timeout_ms(j->j) == 0 || !corral_job_running(j->j))
 			job_event(s, j);
-		if (!j->done && s->o->job_timeout_ms && now >= j->started + s->o->job_timeout_ms &&
-		    corral_job_running(j->j))
+		if (!j->done && !j->expired && s->o->job_timeout_ms &&
+		    now >= j->started + s->o->job_timeout_ms && corral_job_running(j->j)) {
+			j->expired = true;
 			corral_job_kill(j->j, s->o->kill_after_ms, NULL);
+		}
 	}
 }
 
@@ -1156,11 +1175,12 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		if (sid) {
 			m = find_session(s, sid);
 			if (!m) {
-				r->result = answer_error(
-				    "session %s: no such session (it was closed, expired after "
-				    "%llu s "
-				    "idle, or never existed); omit session to start a new one",
-				    sid, (unsigned long long)(s->o->session_idle_ms / 1000));
+				r->result = answer_error("session %s: no such session (it was "
+				                         "closed, its shell exited, it "
+				                         "expired idle, or it never existed); omit "
+				                         "session to start a new "
+				                         "one",
+				                         sid);
 				break;
 			}
 			if (m->waiting) {
@@ -1181,7 +1201,10 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 				break;
 			}
 			corral_session *cs = NULL;
-			if (corral_session_open(plan->cfg, NULL, &cs, &err) < 0) {
+			/* the loop waits while a session closes: a shell that ignores SIGHUP is
+			 * killed after 100 ms rather than the library's 2 s */
+			struct corral_session_options so = {.term_timeout_ms = 100};
+			if (corral_session_open(plan->cfg, &so, &cs, &err) < 0) {
 				r->result =
 				    answer_error("the session could not start: %s", err.message);
 				break;
@@ -1207,8 +1230,8 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		uint64_t to = plan->timeout_ms;
 		if (corral_session_begin(m->s, cmd, to, &err) < 0) {
 			r->result = answer_error("%s", err.message);
-			if (err.code == CORRAL_ESTATE)
-				session_free(s, m);
+			if (err.code == CORRAL_ESTATE || fresh)
+				session_free(s, m); /* ended, or opened for nothing */
 			break;
 		}
 		struct call *c = deferred_call(s, id, token, plan);
@@ -1221,6 +1244,9 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		c->new_session = fresh;
 		m->waiting = c;
 		r->deferred = true;
+		/* the command may be over already (a shell that died unnoticed): no event
+		 * would come for it */
+		session_event(s, m);
 		return;
 	}
 	case TOOL_SHELL_CLOSE: {
@@ -1776,6 +1802,16 @@ static void free_done(struct server *s)
 		struct call *c = s->done;
 		s->done = c->dnext;
 		call_free(c);
+	}
+	while (s->dead_sessions) {
+		struct msess *m = s->dead_sessions;
+		s->dead_sessions = m->next;
+		free(m);
+	}
+	while (s->dead_jobs) {
+		struct mjob *j = s->dead_jobs;
+		s->dead_jobs = j->next;
+		free(j);
 	}
 }
 

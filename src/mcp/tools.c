@@ -343,6 +343,13 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 	bool ro = false, destructive = true;
 	switch (t->id) {
 	case TOOL_SHELL_EXEC: {
+		char idle[120];
+		if (o->session_idle_ms)
+			snprintf(idle, sizeof(idle),
+			         "A session without commands or running jobs closes after %.0f s",
+			         (double)o->session_idle_ms / 1000.0);
+		else
+			snprintf(idle, sizeof(idle), "Sessions stay open until closed");
 		json_object_set_new(props, "command",
 		                    prop("string", "The command line, run by the session's shell "
 		                                   "(bash, else sh)."));
@@ -365,9 +372,9 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		    "Run a command in a persistent sandboxed shell session and return its exit "
 		    "status, stdout and stderr. The working directory, exported variables, "
 		    "functions and files persist between calls in the same session; stdin is "
-		    "empty; background processes (cmd &) keep running. Sessions close after "
-		    "%llu s idle (at most %u at once); close one with shell_close. %s",
-		    (unsigned long long)(o->session_idle_ms / 1000), o->max_sessions, sandbox);
+		    "empty; background processes (cmd &) keep running. %s (at most %u at once); "
+		    "close one with shell_close. %s",
+		    idle, o->max_sessions, sandbox);
 		break;
 	}
 	case TOOL_SHELL_CLOSE:
@@ -384,7 +391,13 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		         "List the open shell sessions: id, whether a command is running, commands "
 		         "run, restarts, running jobs, idle seconds.");
 		break;
-	case TOOL_JOB_START:
+	case TOOL_JOB_START: {
+		char jt[80];
+		if (o->job_timeout_ms)
+			snprintf(jt, sizeof(jt), "a job runs at most %.0f s",
+			         (double)o->job_timeout_ms / 1000.0);
+		else
+			snprintf(jt, sizeof(jt), "jobs have no time limit");
 		json_object_set_new(props, "command",
 		                    prop("string", "The command line to run in the background (sh "
 		                                   "-c, or the session's shell)."));
@@ -400,10 +413,11 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		json_object_set_new(schema, "required", json_pack("[s]", "command"));
 		snprintf(desc, sizeof(desc),
 		         "Start a sandboxed background job (a server, a long build) and return its "
-		         "job id at once. Read its output with job_output, stop it with job_kill. "
-		         "At most %u jobs run at once; a job runs at most %llu s. %s",
-		         o->max_jobs, (unsigned long long)(o->job_timeout_ms / 1000), sandbox);
+		         "job id at once. Read its output with job_output, stop it with job_kill; "
+		         "the job ends when its command ends. At most %u jobs run at once; %s. %s",
+		         o->max_jobs, jt, sandbox);
 		break;
+	}
 	case TOOL_JOB_OUTPUT:
 		ro = true;
 		destructive = false;

@@ -334,3 +334,54 @@ assert jobs[0]["detail"]["exit_code"] == 0 and jobs[0]["detail"]["total_bytes"] 
 audit("verify")   # the chain holds (audit() fails on a non-zero exit)
 PY
 }
+
+# Regressions from review: a session's commands can signal its jobs (one Landlock domain);
+# job_kill takes what the job left in its process group; a job past --job-timeout is
+# stopped once (no spin); running jobs keep a session from idle expiry; a command refused
+# on a new session does not leave the session behind.
+test_mcp_session_job_regressions() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--kill-after", "500ms",
+                            "--job-timeout", "1s", "--session-idle", "1s"]))
+s.initialize()
+def gone(m):
+    for _ in range(50):
+        if subprocess.run(["pgrep", "-f", m], capture_output=True).returncode == 1:
+            return True
+        time.sleep(0.1)
+    return False
+sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
+s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sig" % mark})
+time.sleep(0.3)
+r = s.call("shell_exec", {"session": sid, "command": "pkill -f %s-sig && echo signalled" % mark})
+assert r["structuredContent"]["stdout"] == "signalled\n", r["structuredContent"]
+assert gone(mark + "-sig"), "the shell could not signal its session's job"
+# a job that leaves a TERM-ignoring child in its group: job_kill leaves nothing
+j = s.call("job_start", {"session": sid, "command":
+                         "(trap '' TERM; exec sh -c 'sleep 300' %s-grp) & wait" % mark})["structuredContent"]
+time.sleep(0.3)
+k = s.call("job_kill", {"job": j["job"]})["structuredContent"]
+assert not k["running"], k
+assert gone(mark + "-grp"), "a process of the killed job's group survived"
+# --job-timeout 1s: stopped once, and the server does not spin meanwhile; the running job
+# keeps its session past --session-idle 1s
+j = s.call("job_start", {"session": sid, "command": "trap '' TERM; sh -c 'sleep 300' %s-to" % mark})["structuredContent"]
+cpu0 = sum(map(int, open("/proc/%d/stat" % s.proc.pid).read().rsplit(")", 1)[1].split()[11:13]))
+time.sleep(2.5)
+cpu1 = sum(map(int, open("/proc/%d/stat" % s.proc.pid).read().rsplit(")", 1)[1].split()[11:13]))
+o = s.call("job_output", {"job": j["job"]})["structuredContent"]
+assert not o["running"] and o["signal"] == 9, o
+assert (cpu1 - cpu0) / os.sysconf("SC_CLK_TCK") < 0.5, "the server spun: %d ticks" % (cpu1 - cpu0)
+assert gone(mark + "-to")
+lst = s.call("shell_list", {})["structuredContent"]["sessions"]
+assert [x["session"] for x in lst] in ([sid], []), lst   # it may have expired once the job ended
+# a command refused on a new session: no session left behind
+r = s.call("shell_exec", {"command": "x" * (1 << 21)})
+assert r["isError"] and "too long" in M.text_of(r), M.text_of(r)[:300]
+time.sleep(1.5)
+assert s.call("shell_list", {})["structuredContent"]["sessions"] == []
+assert s.close() == 0
+PY
+}
