@@ -221,7 +221,16 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 	} else {
 		FZ_CHECK(json_is_null(err));
 	}
-	FZ_CHECK(json_object_size(o) == 21);
+	json_t *ses = json_object_get(o, "session");
+	if (res->session_id) {
+		FZ_CHECK(json_is_object(ses) && json_object_size(ses) == 3);
+		FZ_CHECK(!strcmp(json_string_value(json_object_get(ses, "id")), res->session_id));
+		FZ_CHECK(json_is_true(json_object_get(ses, "restarted")) == !!res->session_restarted);
+		FZ_CHECK(json_is_true(json_object_get(ses, "ended")) == !!res->session_ended);
+	} else {
+		FZ_CHECK(json_is_null(ses));
+	}
+	FZ_CHECK(json_object_size(o) == 22);
 	json_decref(o);
 }
 
@@ -296,6 +305,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned i = 0; i < 16; i++)
 		res->redactions_by_kind[i] = (flags & 64) ? fz_u8(&f) : 0;
 	res->redaction_mode = red_modes[fz_u8(&f) % N(red_modes)];
+	if (flags & 128) { /* a session command: the id is the library's own UUID */
+		char sid[37];
+		result_uuid(sid);
+		res->session_id = strdup(sid);
+		uint8_t sb = fz_u8(&f);
+		res->session_restarted = sb & 1;
+		res->session_ended = !!(sb & 2);
+	}
 
 	char *out = NULL;
 	struct corral_error err = {0};
