@@ -687,8 +687,9 @@ static void sess_begin_streams(corral_session *s)
 static void sess_finish_cmd(corral_session *s)
 {
 	struct corral_result *res = s->cur;
-	/* what the command wrote is in the pipes already: take it all */
-	for (int round = 0; round < 100000 && s->proc; round++) {
+	/* What the command wrote is in the pipes already: take it (bounded: a background
+	 * process that keeps writing must not hold the command's end up). */
+	for (int round = 0; round < 64 && s->proc; round++) {
 		int a = 0, b = 0;
 		int fo = corral_proc_stdout_fd(s->proc), fe = corral_proc_stderr_fd(s->proc);
 		if (fo >= 0)
@@ -757,6 +758,10 @@ static void sess_shell_ended(corral_session *s)
 	struct corral_error e2 = {0};
 	int code = -1, sig = 0;
 	enum corral_limit_hit lim = CORRAL_HIT_NONE;
+	/* a budget ends a live shell: everything stops now, before what is left in the pipes
+	 * is read */
+	if (s->proc && (s->budget_hit || s->cpu_hit) && !proc_finished(s->proc))
+		corral_proc_cancel(s->proc, 0, &e2);
 	if (s->proc && corral_proc_step(s->proc, 0, &e2) == 1 &&
 	    corral_proc_result(s->proc, &pr, &e2) == 0 && pr) {
 		code = pr->exited ? pr->exit_code : -1;
