@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 /* Where this process's argv strings live (fields 48 and 49 of /proc/self/stat), read once. */
 void plan_argarea(uintptr_t *start, uintptr_t *end)
@@ -504,10 +505,18 @@ static int resolve_list(const struct corral_config *cfg, char **raw, size_t n, c
 static const char *const protected_dirs[] = {".git/hooks", ".vscode", ".idea", ".claude",
                                              ".cursor", ".corral"};
 
+/* The mark on a placeholder that corral made: an empty `.bashrc` carrying it is corral's to
+ * remove, whichever run made it. Without the mark (a file system without user xattrs) only
+ * the run that created it removes it. */
+#define PLACEHOLDER_XATTR "user.corral.placeholder"
+
 /* Hold a shared lock on a protected path for the length of the run. Whoever removes a
  * placeholder must get the exclusive lock first, so a concurrent run that sits on the same
  * path (another run in the same workspace) keeps its read-only mount: a placeholder removed
- * on the host would silently detach that mount. */
+ * on the host would silently detach that mount. The last run to let go of a placeholder
+ * removes it, not only the run that made it: otherwise runs that overlap in one workspace
+ * (the MCP server's concurrent calls) would leave it behind when the maker ends first.
+ * Returns 0, or -1 with errno (ENOENT: removed under us, make it again). */
 static int lock_protected(struct launch *L, const char *path, bool created)
 {
 	for (int attempt = 0; attempt < 8; attempt++) {
@@ -517,25 +526,35 @@ static int lock_protected(struct launch *L, const char *path, bool created)
 		struct stat a, b;
 		if (flock(fd, LOCK_SH) == 0 && fstat(fd, &a) == 0 && lstat(path, &b) == 0 &&
 		    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+			bool ours = created;
+			if (created) {
+				(void)fsetxattr(fd, PLACEHOLDER_XATTR, "1", 1, 0);
+			} else {
+				char v[2];
+				ours = fgetxattr(fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0;
+			}
 			struct placeholder *g = realloc(L->held, (L->n_held + 1) * sizeof(*L->held));
 			if (!g) {
 				close(fd);
+				errno = ENOMEM;
 				return -1;
 			}
 			L->held = g;
 			g[L->n_held].path = strdup(path);
 			g[L->n_held].fd = fd;
-			g[L->n_held].created = created;
+			g[L->n_held].created = ours;
 			if (!g[L->n_held].path) {
 				close(fd);
+				errno = ENOMEM;
 				return -1;
 			}
 			L->n_held++;
 			return 0;
 		}
-		/* replaced between open and lock: try again */
+		/* replaced or removed between open and lock: try again */
 		close(fd);
 	}
+	errno = EAGAIN;
 	return -1;
 }
 
@@ -552,6 +571,56 @@ static int note_dry_placeholder(struct launch *L, const char *path)
 		return -1;
 	L->n_held++;
 	return 0;
+}
+
+/* Put one protected path under a read-only mount: hold it, making an empty placeholder
+ * first when it is missing. 1: protected (path goes on the list); 0: skipped (no parent, or
+ * nothing can create it); <0: error. */
+static int protect_one(struct launch *L, const char *path, bool is_dir, struct corral_error *err)
+{
+	/* A placeholder that another run removes between our look and our lock is made again
+	 * (ENOENT from the lock); a few rounds settle any interleaving. */
+	for (int round = 0;; round++) {
+		bool created = false;
+		struct stat st;
+		if (lstat(path, &st) == 0) {
+			if (S_ISLNK(st.st_mode))
+				return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
+				                        "policy: protected path %s is a symlink, which "
+				                        "cannot be made read-only in place; remove it or "
+				                        "take it off the protected list",
+				                        path);
+		} else {
+			/* Create it only where its parent exists: inventing a .git directory
+			 * would change what the host's tools see. */
+			char parent[PATH_MAX];
+			snprintf(parent, sizeof(parent), "%s", path);
+			*strrchr(parent, '/') = 0;
+			struct stat pst;
+			if (lstat(parent, &pst) < 0 || !S_ISDIR(pst.st_mode))
+				return 0;
+			if (L->dry_run) {
+				if (note_dry_placeholder(L, path) < 0)
+					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
+					                        "out of memory");
+				return 1;
+			}
+			int r = is_dir ? mkdir(path, 0755)
+			               : close(open(path,
+			                            O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+			                            0644));
+			/* EEXIST: a concurrent run made it first; share it */
+			if (r < 0 && errno != EEXIST)
+				return 0; /* e.g. a read-only parent: nothing can create it then */
+			created = r == 0;
+		}
+		if (L->dry_run || lock_protected(L, path, created) == 0)
+			return 1;
+		if (errno != ENOENT || round >= 8)
+			return corral_set_error(err, CORRAL_ESYS, errno, "policy",
+			                        "policy: cannot hold protected path %s: %s", path,
+			                        strerror(errno));
+	}
 }
 
 static int prepare_protected(struct launch *L, struct corral_error *err)
@@ -582,47 +651,10 @@ static int prepare_protected(struct launch *L, struct corral_error *err)
 		             (int)(len && list[i][len - 1] == '/' ? len - 1 : len),
 		             list[i]) >= (int)sizeof(path))
 			continue;
-		bool created = false;
-		struct stat st;
-		if (lstat(path, &st) == 0) {
-			if (S_ISLNK(st.st_mode))
-				return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
-				                        "policy: protected path %s is a symlink, which "
-				                        "cannot be made read-only in place; remove it or "
-				                        "take it off the protected list",
-				                        path);
-		} else {
-			/* Create it only where its parent exists: inventing a .git directory
-			 * would change what the host's tools see. */
-			char parent[PATH_MAX];
-			snprintf(parent, sizeof(parent), "%s", path);
-			*strrchr(parent, '/') = 0;
-			struct stat pst;
-			if (lstat(parent, &pst) < 0 || !S_ISDIR(pst.st_mode))
-				continue;
-			if (L->dry_run) {
-				if (note_dry_placeholder(L, path) < 0)
-					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
-					                        "out of memory");
-				if (!(out[L->req.n_protect++] = strdup(path)))
-					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
-					                        "out of memory");
-				continue;
-			}
-			int r = is_dir ? mkdir(path, 0755)
-			               : close(open(path,
-			                            O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-			                            0644));
-			/* EEXIST: a concurrent run made it first; share it */
-			if (r < 0 && errno != EEXIST)
-				continue; /* e.g. a read-only parent: nothing can create it then */
-			created = r == 0;
-		}
-		if (!L->dry_run && lock_protected(L, path, created) < 0)
-			return corral_set_error(err, CORRAL_ESYS, errno, "policy",
-			                        "policy: cannot hold protected path %s: %s", path,
-			                        strerror(errno));
-		if (!(out[L->req.n_protect++] = strdup(path)))
+		int r = protect_one(L, path, is_dir, err);
+		if (r < 0)
+			return r;
+		if (r > 0 && !(out[L->req.n_protect++] = strdup(path)))
 			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
 	}
 	return 0;
@@ -632,8 +664,8 @@ void plan_release_protected(struct placeholder *held, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct placeholder *h = &held[i];
-		/* Remove what this run created, if it is still the empty thing we made and no
-		 * other run holds it. */
+		/* Remove a placeholder (made by this run, or marked as corral's by another), if it
+		 * is still the empty thing that was made and no other run holds it. */
 		if (h->created && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0) {
 			struct stat a, b;
 			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
@@ -698,7 +730,8 @@ static void prepare_limits(struct launch *L, struct corral_result *res)
 		record(res, "cgroup", true, "a cgroup for the memory and process limits");
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
-		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS]};
+		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],
+		                            .tree_kill = !L->pidns};
 		struct corral_error cgerr = {0};
 		if (cgroup_prepare(&lim, &L->cg, &cgerr) < 0) {
 			L->cg = NULL;

@@ -523,8 +523,15 @@ static int v1_prepare(struct cgroup_handle *cg, const struct cg_layout *l, const
 		                        "cgroup: the v1 cpu controller is not mounted; mount it or "
 		                        "drop the CPU limit");
 	strcpy(cg->desc, "v1");
+	/* Only the hierarchies a limit needs: each v1 directory costs a mkdir, a migration and
+	 * an rmdir per run, and a memory cgroup also its own memcg. The freezer only serves the
+	 * tree kill without a pid namespace (with one, the init's death ends everything). */
+	const bool want[CTL_N] = {[CTL_MEMORY] = lim->memory_bytes != 0,
+	                          [CTL_PIDS] = lim->pids != 0,
+	                          [CTL_FREEZER] = lim->tree_kill,
+	                          [CTL_CPU] = lim->cpu_pct != 0};
 	for (int c = 0; c < CTL_N; c++) {
-		if (!l->v1[c][0] || (c == CTL_CPU && !lim->cpu_pct))
+		if (!l->v1[c][0] || !want[c])
 			continue;
 		if ((rc = make_run_dir(l->v1[c], name, NULL, &cg->dir[c], err)) < 0)
 			return rc;
@@ -642,8 +649,11 @@ uint64_t cgroup_peak_kb(struct cgroup_handle *cg)
 {
 	if (!cg)
 		return 0;
+	const char *d = ctl_dir(cg, CTL_MEMORY);
+	if (!d)
+		return 0;
 	autofree char *text =
-	    read_at(ctl_dir(cg, CTL_MEMORY),
+	    read_at(d,
 	            cg->version == 2 ? "memory.peak" : "memory.max_usage_in_bytes");
 	return text ? strtoull(text, NULL, 10) / 1024 : 0;
 }

@@ -10,6 +10,7 @@
 
 #include <linux/filter.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -180,6 +181,7 @@ struct cgroup_limits {
 	uint64_t memory_bytes; /* 0: none */
 	uint64_t pids;         /* 0: none */
 	uint64_t cpu_pct;      /* 0: none; 100 = one full CPU (v2 cpu.max, v1 cpu.cfs_quota_us) */
+	bool tree_kill;        /* no pid namespace: the cgroup must kill the tree (v1: freezer) */
 };
 
 /* Which cgroup setup this host offers, for `corral check` and the isolation record:

@@ -76,6 +76,22 @@ test_policy_protected_concurrent_runs() {
 	local b=$!
 	wait $a $b
 	[ ! -s "$WS/.mcp.json" ] || fail ".mcp.json was written: $(cat "$WS/.mcp.json")"
+	# the first run made the placeholders and ended first; the last one to let go of them
+	# removes them, so overlapping runs leave the workspace as it was
+	assert_eq "$(ls -A "$WS")" "" "placeholders left behind by overlapping runs"
+}
+
+test_policy_protected_overlap_keeps_user_files() {
+	# an empty file of the user's own on the protected list is not a placeholder: it stays,
+	# while the placeholders of four overlapping runs all go
+	: >"$WS/.bashrc"
+	local i pids=()
+	for i in 1 2 3 4; do
+		cr -c "sleep 0.$i" 2>/dev/null &
+		pids+=($!)
+	done
+	wait "${pids[@]}"
+	assert_eq "$(ls -A "$WS")" ".bashrc" "the workspace after four overlapping runs"
 }
 
 test_policy_readonly_profile() {
