@@ -154,6 +154,11 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 		                        why);
 
 	int abi = plan_test_disabled("landlock") ? 0 : landlock_probe_abi();
+	/* Test hook: pretend the kernel offers at most this ABI (the ladder below an ABI cannot
+	 * be reached otherwise on a current kernel). */
+	const char *cap = getenv("CORRAL_TEST_LANDLOCK_ABI");
+	if (cap && *cap >= '0' && *cap <= '9' && abi > atoi(cap))
+		abi = atoi(cap);
 	L->landlock = abi > 0;
 	if (!L->landlock && mode == CORRAL_MODE_REQUIRED)
 		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "landlock",
@@ -162,6 +167,21 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 		                        "the lsm= boot parameter); run with --mode=auto to continue "
 		                        "without it");
 	L->ll.abi = abi;
+	/* The ABI the plan needs. Sharing the host's network namespace leaves the host's
+	 * abstract unix sockets (D-Bus, X11, ssh agents bound there) reachable unless Landlock
+	 * scopes them, which takes ABI 6; with a network namespace of its own the sandbox has a
+	 * separate abstract namespace, and with a pid namespace it cannot name host processes to
+	 * signal, so ABI 1 serves. Required mode refuses below what the plan needs. */
+	int need = cfg->net == CORRAL_NET_HOST || !L->pidns ? 6 : 1;
+	if (L->landlock && abi < need && mode == CORRAL_MODE_REQUIRED)
+		return corral_set_error(
+		    err, CORRAL_EUNAVAIL, 0, "landlock",
+		    "landlock: this kernel offers ABI %d, and %s needs ABI %d (Linux 6.12) to keep "
+		    "the host's abstract unix sockets and processes out of reach; upgrade the kernel, "
+		    "%sor run with --mode=auto to continue with ABI %d (recorded)",
+		    abi, cfg->net == CORRAL_NET_HOST ? "--net host" : "running without a pid namespace",
+		    need, cfg->net == CORRAL_NET_HOST ? "use --net none (a private network), " : "",
+		    abi);
 
 	L->seccomp = !plan_test_disabled("seccomp") && seccomp_probe();
 	struct corral_error scerr = {0};
@@ -187,7 +207,9 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	const char *skip = "unavailable on this host (mode auto)";
 	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
 	record(res, "mountns", L->mountns,
-	       L->mountns ? "tmpfs root, system read-only, workspace read-write" : skip);
+	       !L->mountns ? skip
+	       : L->cfg->workspace_ro ? "tmpfs root, system read-only, workspace read-only"
+	                              : "tmpfs root, system read-only, workspace read-write");
 	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
 	if (L->cfg->net == CORRAL_NET_HOST)
 		record(res, "netns", false, "host network (--net host)");
@@ -200,7 +222,10 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	if (L->landlock)
 		snprintf(d, sizeof(d), "abi %d%s%s%s", L->ll.abi,
 		         L->ll.deny_tcp && L->ll.abi >= 4 ? ", tcp denied" : "",
-		         L->ll.abi >= 6 ? ", abstract unix and signals scoped" : "",
+		         L->ll.abi >= 6 ? ", abstract unix and signals scoped"
+		         : L->cfg->net == CORRAL_NET_HOST || !L->pidns
+		             ? ", abstract unix and signals NOT scoped (needs abi 6)"
+		             : "",
 		         L->mountns ? ""
 		                    : ", no mount namespace: protected paths not enforced, "
 		                      "host /proc readable");

@@ -46,6 +46,29 @@ escape_case_fallback_noseccomp_required_fails() {
 	esc_required_fails seccomp "--mode=auto"
 }
 
+# --net host shares the host's abstract unix namespace: only Landlock ABI 6 scopes it. Below
+# that, required refuses (the command never ran) and auto runs and records the gap.
+escape_case_fallback_landlock_abi_below_net_host_needs() {
+	local err rc out
+	err=$(CORRAL_TEST_LANDLOCK_ABI=5 corral_via "$CORRAL" run -w "$WS" --net host -- sh -c 'touch ran' 2>&1 >/dev/null)
+	rc=$?
+	assert_eq $rc 125 "exit status with Landlock ABI 5 and --net host (message: $err)"
+	assert_contains "$err" "landlock"
+	assert_contains "$err" "ABI 6"
+	assert_contains "$err" "--net none"
+	[ ! -e "$WS/ran" ] || fail "the command ran although the plan needs Landlock ABI 6"
+	# a private network needs no scoping: ABI 5 is enough there
+	CORRAL_TEST_LANDLOCK_ABI=5 corral_via "$CORRAL" run -w "$WS" -- sh -c 'touch ran' >/dev/null 2>&1
+	assert_eq $? 0 "ABI 5 with a network namespace of its own"
+	[ -e "$WS/ran" ] || fail "the control run with ABI 5 and --net none did not run"
+	rm -f "$WS/ran"
+	out=$(CORRAL_TEST_LANDLOCK_ABI=5 corral_via "$CORRAL" run -w "$WS" --mode auto --net host --json -- sh -c 'touch ran' 2>/dev/null)
+	assert_eq "$(jget isolation.landlock.applied <<<"$out")" true
+	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "abi 5"
+	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "NOT scoped"
+	[ -e "$WS/ran" ] || fail "mode auto did not run the command"
+}
+
 # The no-namespace tier: Landlock, seccomp, caps and rlimits only.
 escape_case_fallback_nouserns_auto_landlock_enforcing() {
 	esc_probe
