@@ -8,12 +8,15 @@
 #define EIB (1ULL << 60)
 
 /* A non-negative decimal number with an optional fraction, kept exact: the integer part
- * and the fraction as numerator/denominator (floating point would turn "2.17" s into 2169 ms
- * and "0.001" s into 0, which means "no timeout"). *end is after the number. */
+ * and every digit of the fraction (floating point would turn "2.17" s into 2169 ms and
+ * "0.001" s into 0, which means "no timeout"; keeping only some of the fraction's digits
+ * would round ".0333...366d" down below its exact value). *end is after the number. */
+#define DECIMAL_MAX_DIGITS 40
 struct decimal {
-	uint64_t ip;       /* integer part (at most 19 digits) */
-	uint64_t num, den; /* fraction = num / den, den = 10^k, k <= 18 (further digits dropped) */
-	bool nonzero;      /* any nonzero digit, also among the dropped ones */
+	uint64_t ip;                      /* integer part (at most 19 digits) */
+	uint8_t frac[DECIMAL_MAX_DIGITS]; /* the fraction's digits, most significant first */
+	int nfrac;
+	bool nonzero; /* any nonzero digit */
 };
 
 static int parse_decimal(const char *s, struct decimal *d, const char **end)
@@ -21,8 +24,7 @@ static int parse_decimal(const char *s, struct decimal *d, const char **end)
 	const char *p = s;
 	int digits = 0;
 	d->ip = 0;
-	d->num = 0;
-	d->den = 1;
+	d->nfrac = 0;
 	d->nonzero = false;
 	while (isdigit((unsigned char)*p)) {
 		d->nonzero |= *p != '0';
@@ -35,17 +37,12 @@ static int parse_decimal(const char *s, struct decimal *d, const char **end)
 	}
 	if (*p == '.') {
 		p++;
-		int k = 0;
 		while (isdigit((unsigned char)*p)) {
 			d->nonzero |= *p != '0';
-			if (k < 18) {
-				d->num = d->num * 10 + (uint64_t)(*p - '0');
-				d->den *= 10;
-				k++;
-			}
-			p++;
-			if (++digits > 40)
+			if (++digits > DECIMAL_MAX_DIGITS)
 				return -1;
+			d->frac[d->nfrac++] = (uint8_t)(*p - '0');
+			p++;
 		}
 	}
 	if (!digits)
@@ -54,11 +51,16 @@ static int parse_decimal(const char *s, struct decimal *d, const char **end)
 	return 0;
 }
 
-/* d * mult, rounded down; -1 when it exceeds max. */
+/* d * mult, rounded down, exactly; -1 when it exceeds max. The fraction's part is
+ * floor(0.f1 f2 ... fn * mult), by Horner's rule from the last digit:
+ * r = floor((f_i * mult + r) / 10), which is exact because flooring an integer plus a
+ * fraction before dividing by 10 does not change the floor. mult <= 2^40 keeps it in range. */
 static int decimal_scale(const struct decimal *d, uint64_t mult, uint64_t max, uint64_t *out)
 {
-	unsigned __int128 v = (unsigned __int128)d->ip * mult +
-	                      (unsigned __int128)d->num * mult / d->den;
+	unsigned __int128 r = 0;
+	for (int i = d->nfrac - 1; i >= 0; i--)
+		r = ((unsigned __int128)d->frac[i] * mult + r) / 10;
+	unsigned __int128 v = (unsigned __int128)d->ip * mult + r;
 	if (v > max)
 		return -1;
 	*out = (uint64_t)v;

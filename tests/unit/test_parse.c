@@ -22,6 +22,16 @@ void test_parse(void)
 	CHECK("parse_duration ms", parse_duration_ms("250ms", &v, &why) == 0 && v == 250);
 	CHECK("parse_duration m", parse_duration_ms("2m", &v, &why) == 0 && v == 120000);
 	CHECK("parse_duration h", parse_duration_ms("1h", &v, &why) == 0 && v == 3600000);
+	/* every digit of the fraction counts (fuzz_parse found these one below the exact floor
+	 * when only 18 digits were kept) */
+	CHECK("parse_duration exact long fraction",
+	      parse_duration_ms(".03333333333333333333333366d", &v, &why) == 0 && v == 2880000);
+	CHECK("parse_duration exact long fraction 2",
+	      parse_duration_ms("9.99999777777777777777777900001d", &v, &why) == 0 &&
+	          v == 863999808);
+	CHECK("parse_duration exact long fraction 3",
+	      parse_duration_ms("0.2222222222222222222226800000001d", &v, &why) == 0 &&
+	          v == 19200000);
 	CHECK("parse_duration zero", parse_duration_ms("0", &v, &why) == 0 && v == 0);
 	CHECK("parse_duration rejects -1", parse_duration_ms("-1", &v, &why) < 0);
 	CHECK("parse_duration rejects unit", parse_duration_ms("5x", &v, &why) < 0);
