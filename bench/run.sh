@@ -31,6 +31,9 @@ trap 'rm -rf "$tmp"' EXIT
 # Benchmark a copy, so that a rebuild during the run cannot swap the binary under test.
 mkdir -p "$tmp/bin"
 cp "$CORRAL" "$tmp/bin/corral"
+# The kernel's floor for a launch with a fresh set of namespaces (bench/nsfloor.c).
+cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/nsfloor" "$BENCH/nsfloor.c"
+export BENCH_NSFLOOR="$tmp/bin/nsfloor"
 export CORRAL_SOURCE="$CORRAL" CORRAL="$tmp/bin/corral"
 export BENCH_WORKSPACE="$tmp/ws"
 # corral's audit store (SQLite) starts empty for every run and never touches the user's own.

@@ -227,6 +227,33 @@ def mcp_call(client):
     return one
 
 
+def ns_floor(result):
+    """The kernel's floor, by bench/nsfloor.c: clone() with the default profile's namespace
+    flags and exec /bin/true, nothing else. A sandbox with a fresh network namespace per
+    launch cannot beat these numbers on this machine, however it is built."""
+    exe = os.environ.get("BENCH_NSFLOOR")
+    if not exe or not os.access(exe, os.X_OK):
+        result["ns_floor_skipped"] = "bench/nsfloor was not built (run bench/run.sh)"
+        return
+    rows = []
+    for nsset in ("all", "nonet"):
+        for conc in (1, 2):
+            try:
+                subprocess.run([exe, "200", str(conc), nsset], check=True,
+                               stdout=subprocess.DEVNULL)  # warm-up
+                p = subprocess.run([exe, str(N_CALLS), str(conc), nsset], check=True,
+                                   stdout=subprocess.PIPE, text=True)
+                r = json.loads(p.stdout)
+            except (OSError, ValueError, subprocess.CalledProcessError) as e:
+                result["ns_floor_skipped"] = f"bench/nsfloor failed: {e}"
+                log(f"server: kernel floor: {result['ns_floor_skipped']}")
+                return
+            rows.append(r)
+            log(f"server: kernel floor {nsset} c={conc}: {r['per_s']:.0f}/s "
+                f"p50 {r['p50_ms']:.3f} ms")
+    result["ns_floor"] = rows
+
+
 def throughput(result):
     rows = []
     for conc in (1, 2):
@@ -323,6 +350,7 @@ def memory(result):
 def main():
     result = {"n_calls": N_CALLS, "n_sleepers": N_SLEEP}
     throughput(result)
+    ns_floor(result)
     if "skipped" not in result:
         memory(result)
     else:
