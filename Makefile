@@ -39,6 +39,31 @@ STATIC_LIBS := -Wl,-Bstatic $(shell pkg-config --libs $(PKGS) 2>/dev/null) -Wl,-
 $(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(STATIC_LIBS) $(EXTRA_LDFLAGS)
 
+# ---- install ----------------------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library (static and shared),
+# the header and the man page. The binary needs no installed library (it links libcorral and
+# its dependencies statically).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+		$(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/corral $(DESTDIR)$(BINDIR)/corral
+	install -m 0644 $(BUILD)/libcorral.a $(DESTDIR)$(LIBDIR)/libcorral.a
+	install -m 0755 $(BUILD)/libcorral.so $(DESTDIR)$(LIBDIR)/libcorral.so.0
+	ln -sf libcorral.so.0 $(DESTDIR)$(LIBDIR)/libcorral.so
+	install -m 0644 include/corral.h $(DESTDIR)$(INCLUDEDIR)/corral.h
+	install -m 0644 docs/corral.1 $(DESTDIR)$(MANDIR)/man1/corral.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/corral $(DESTDIR)$(LIBDIR)/libcorral.a \
+		$(DESTDIR)$(LIBDIR)/libcorral.so.0 $(DESTDIR)$(LIBDIR)/libcorral.so \
+		$(DESTDIR)$(INCLUDEDIR)/corral.h $(DESTDIR)$(MANDIR)/man1/corral.1
+
 # ---- tests ------------------------------------------------------------------------------
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 $(BUILD)/tests/unit_tests: $(UNIT_SRCS) $(BUILD)/libcorral.a $(wildcard src/mcp/*.c src/mcp/*.h)
@@ -81,11 +106,17 @@ check-asan:
 check-valgrind: $(BUILD)/corral
 	python3 tests/valgrind_mcp.py $(BUILD)/corral
 
+# The MCP soak: 10,000 sequential and 2 x 2,000 concurrent calls against one server; every
+# answer arrives, the audit store holds every call, RSS stays flat (tests/soak_mcp.py).
+soak: $(BUILD)/corral
+	python3 tests/soak_mcp.py $(BUILD)/corral
+
 # Benchmarks against the peers (bench/deps.sh installs them once); not part of make check.
 bench: $(BUILD)/corral
 	CORRAL=$(abspath $(BUILD)/corral) bench/run.sh
 
-# libFuzzer targets (tests/fuzz/): clang with libFuzzer (libclang-rt-14-dev)
+# libFuzzer targets: every tests/fuzz/fuzz_*.c (jsonrpc, mcp, parse, glob, result_json,
+# violations, profile, redact), each for the given seconds; clang with libclang-rt-14-dev
 fuzz:
 	tests/fuzz/run.sh 30
 
@@ -98,4 +129,4 @@ format:
 clean:
 	rm -rf build build-asan build-fuzz
 
-.PHONY: all check check-asan check-valgrind fuzz fuzz-long bench format clean
+.PHONY: all install uninstall check check-asan check-valgrind fuzz fuzz-long bench format clean soak

@@ -85,6 +85,8 @@ enum corral_limit {
 	CORRAL_LIMIT_NOFILE,    /* open files (RLIMIT_NOFILE); default 1024 */
 	CORRAL_LIMIT_FSIZE,     /* largest file written, bytes (RLIMIT_FSIZE) */
 	CORRAL_LIMIT_TMPFS,     /* size of the private /tmp and /dev/shm, bytes (default 256M) */
+	CORRAL_LIMIT_CPUS,      /* CPU share in hundredths of a CPU: 50 = half of one CPU, 200 =
+	                         * two (cgroup cpu.max / cpu.cfs_quota_us; needs a cgroup) */
 	CORRAL_LIMIT__COUNT
 };
 
@@ -465,6 +467,11 @@ struct corral_job_output {
 	int signal;
 	enum corral_limit_hit limit;
 	uint64_t duration_ms;
+	/* Redaction of the job's whole output so far (not only these bytes), as in
+	 * struct corral_result: secrets redacted (or flagged), by kind, and the mode. */
+	uint64_t redactions;
+	uint64_t redactions_by_kind[16]; /* indexed like corral_redaction_kind_name() */
+	const char *redaction_mode;      /* "redact", "flag" or "off" (static) */
 };
 /* Output after offset since, at most max_bytes of it (0: no limit), and the job's state. */
 CORRAL_API int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes,

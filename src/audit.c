@@ -42,7 +42,9 @@ struct audit {
 	sqlite3 *db;
 	char *path;
 	int64_t max_age_ms, max_rows;
-	unsigned missed; /* writes that failed since the last one that succeeded */
+	bool retention_set; /* audit_set_retention was called: prune after the first write too */
+	bool pruned;        /* this handle has pruned */
+	uint64_t missed;    /* writes that failed (or were skipped) since the last success */
 	char missed_error[sizeof(((struct corral_error *)0)->message)];
 };
 
@@ -500,6 +502,19 @@ void audit_set_retention(struct audit *a, int64_t max_age_ms, int64_t max_rows)
 {
 	a->max_age_ms = max_age_ms;
 	a->max_rows = max_rows;
+	a->retention_set = true;
+}
+
+void audit_note_missed(struct audit *a, uint64_t n, const char *why)
+{
+	a->missed += n;
+	if (why)
+		snprintf(a->missed_error, sizeof(a->missed_error), "%s", why);
+}
+
+uint64_t audit_missed(const struct audit *a)
+{
+	return a->missed;
 }
 
 /* ---- writing -------------------------------------------------------------------------- */
@@ -610,7 +625,7 @@ static int write_begin(struct audit *a, struct corral_error *err)
 		return err->code ? err->code : CORRAL_ESYS;
 	}
 	if (a->missed) {
-		json_t *d = json_pack("{s:i,s:s}", "missed", (json_int_t)a->missed, "error",
+		json_t *d = json_pack("{s:I,s:s}", "missed", (json_int_t)a->missed, "error",
 		                      a->missed_error);
 		char *s = d ? json_dumps(d, JSON_COMPACT) : NULL;
 		json_decref(d);
@@ -633,11 +648,37 @@ static int write_commit(struct audit *a, int64_t seq_before, struct corral_error
 		return write_failed(a, err);
 	}
 	a->missed = 0;
+	/* every K-th row (see audit_set_retention), and once at the start when asked */
+	int64_t every = a->max_rows > 0 ? a->max_rows / 10 : 100;
+	every = every < 1 ? 1 : every > 100 ? 100 : every;
 	struct chain_state c;
 	struct corral_error ignored;
-	if (chain_read(a, &c, &ignored) == 0 && c.head_seq / 100 != seq_before / 100)
+	if (chain_read(a, &c, &ignored) == 0 &&
+	    (c.head_seq / every != seq_before / every || (a->retention_set && !a->pruned))) {
+		a->pruned = true;
 		audit_prune(a, a->max_age_ms, a->max_rows, NULL);
+	}
 	return 0;
+}
+
+int audit_flush_gap(struct audit *a, struct corral_error *err)
+{
+	ERR_OR_LOCAL(err);
+	if (!a->missed)
+		return 0;
+	/* a failure here is not one more lost record */
+	uint64_t missed = a->missed;
+	struct chain_state c = {0};
+	int rc = write_begin(a, err); /* appends the store_unavailable event */
+	if (rc == 0 && chain_read(a, &c, err) < 0)
+		rc = write_failed(a, err);
+	if (rc == 0)
+		rc = write_commit(a, c.head_seq - 1, err);
+	if (rc < 0) {
+		a->missed = missed;
+		return rc;
+	}
+	return 1;
 }
 
 static bool valid_json(const char *s, int type)
@@ -800,6 +841,7 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
 		started = ended - (int64_t)(dur > INT64_MAX / 2 ? 0 : dur);
 	}
 	const char *id = r->id ? r->id : res->id;
+	unsigned u = r->unknown;
 	struct val v[N_EXEC] = {
 	    v_null(), /* seq */
 	    v_str(id),
@@ -819,14 +861,15 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
 	    v_int(res && res->timed_out),
 	    v_str(res ? corral_limit_hit_name(res->limit) : NULL),
 	    v_u64(dur),
-	    v_u64(res ? res->user_ms : 0),
-	    v_u64(res ? res->sys_ms : 0),
-	    v_u64(res ? res->max_rss_kb : 0),
-	    v_u64(res ? res->stdout_bytes : 0),
-	    v_u64(res ? res->stderr_bytes : 0),
-	    v_str(res ? t.isolation : "{}"),
-	    v_str(r->violations_json ? r->violations_json : "[]"),
-	    v_u64(r->redactions),
+	    u & AUDIT_UNKNOWN_USAGE ? v_null() : v_u64(res ? res->user_ms : 0),
+	    u & AUDIT_UNKNOWN_USAGE ? v_null() : v_u64(res ? res->sys_ms : 0),
+	    u & AUDIT_UNKNOWN_USAGE ? v_null() : v_u64(res ? res->max_rss_kb : 0),
+	    u & AUDIT_UNKNOWN_OUTPUT_BYTES ? v_null() : v_u64(res ? res->stdout_bytes : 0),
+	    u & AUDIT_UNKNOWN_OUTPUT_BYTES ? v_null() : v_u64(res ? res->stderr_bytes : 0),
+	    u & AUDIT_UNKNOWN_ISOLATION ? v_null() : v_str(res ? t.isolation : "{}"),
+	    u & AUDIT_UNKNOWN_VIOLATIONS ? v_null()
+	                                 : v_str(r->violations_json ? r->violations_json : "[]"),
+	    u & AUDIT_UNKNOWN_REDACTIONS ? v_null() : v_u64(r->redactions),
 	    r->store_output && t.out ? (struct val){.t = 's', .s = t.out, .n = t.out_n} : v_null(),
 	    r->store_output && t.err ? (struct val){.t = 's', .s = t.err, .n = t.err_n} : v_null(),
 	    v_str(res ? t.error : NULL),
@@ -862,6 +905,42 @@ int audit_record_event(struct audit *a, const char *kind, const char *execution_
 	if (rc == 0)
 		rc = write_commit(a, c.head_seq, err);
 	return rc;
+}
+
+struct corral_result *audit_pipeline_summary(const struct corral_pipeline_result *pr,
+                                             const char *command)
+{
+	struct corral_result *s = result_new();
+	if (!s)
+		return NULL;
+	memcpy(s->id, pr->id, sizeof(s->id));
+	if (!(s->command = strdup(command ? command : "pipeline"))) {
+		corral_result_free(s);
+		return NULL;
+	}
+	s->duration_ms = pr->duration_ms;
+	s->timed_out = pr->timed_out;
+	s->limit = pr->timed_out ? CORRAL_HIT_TIMEOUT : CORRAL_HIT_NONE;
+	if (pr->n_stages == 0) {
+		s->error = pr->error; /* nothing started: no stage row carries it */
+	} else {
+		s->exited = 1;
+		s->exit_code = pr->exit_code;
+	}
+	for (size_t i = 0; i < pr->n_stages; i++) {
+		const struct corral_result *st = pr->stages[i];
+		s->stderr_bytes += st->stderr_bytes;
+		s->user_ms += st->user_ms;
+		s->sys_ms += st->sys_ms;
+		if (st->max_rss_kb > s->max_rss_kb)
+			s->max_rss_kb = st->max_rss_kb;
+		s->redactions += st->redactions;
+		s->mode = st->mode;
+		s->redaction_mode = st->redaction_mode;
+	}
+	if (pr->n_stages)
+		s->stdout_bytes = pr->stages[pr->n_stages - 1]->stdout_bytes;
+	return s;
 }
 
 /* ---- walking the chain ---------------------------------------------------------------- */

@@ -19,7 +19,8 @@
 
 struct audit;
 
-/* Defaults of the retention policy (applied by audit_record_* every 100th row). */
+/* Defaults of the retention policy (applied by audit_record_* every 100th row; see
+ * audit_set_retention). */
 #define AUDIT_DEFAULT_MAX_AGE_MS (30LL * 86400 * 1000)
 #define AUDIT_DEFAULT_MAX_ROWS 100000LL
 #define AUDIT_BUSY_TIMEOUT_MS 200
@@ -37,7 +38,11 @@ int audit_open_existing(const char *path, struct audit **out, struct corral_erro
 void audit_close(struct audit *a);
 /* The store's path (owned by the handle). */
 const char *audit_path(const struct audit *a);
-/* Change the retention used by the opportunistic prune (0 = no limit of that kind). */
+/* Set the retention of the opportunistic prune (0 = no limit of that kind). Writers prune
+ * after every K-th row, K = max_rows / 10 clamped to 1..100 (100 without a row limit), so the
+ * store never holds more than 10% (at most 100 rows) beyond max_rows; a handle given a
+ * retention here also prunes after its first write, so that a one-shot writer (`corral run
+ * --audit-max-age 7d`) applies it at once. */
 void audit_set_retention(struct audit *a, int64_t max_age_ms, int64_t max_rows);
 
 /* What one execution was. Everything is borrowed for the call. */
@@ -58,7 +63,14 @@ struct audit_run {
 	bool cancelled;              /* the run was cancelled (Ctrl-C, MCP cancel): an event */
 	const char *violations_json; /* a JSON array, or NULL for [] */
 	uint64_t redactions;
+	unsigned unknown; /* AUDIT_UNKNOWN_* bits: columns recorded as null because this
+	                     execution does not know them (a background job, say) */
 };
+#define AUDIT_UNKNOWN_USAGE 1u        /* user_ms, sys_ms, max_rss_kb */
+#define AUDIT_UNKNOWN_OUTPUT_BYTES 2u /* stdout_bytes, stderr_bytes */
+#define AUDIT_UNKNOWN_ISOLATION 4u    /* isolation */
+#define AUDIT_UNKNOWN_VIOLATIONS 8u   /* violations */
+#define AUDIT_UNKNOWN_REDACTIONS 16u  /* redactions */
 
 /* Record one execution and the security events it implies, in one transaction: a setup
  * failure ("preflight_denied" for a policy denial, else "setup_failed"), "timeout",
@@ -70,6 +82,23 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
  * [a-z_]+; execution_id and detail_json (a JSON value) may be NULL. */
 int audit_record_event(struct audit *a, const char *kind, const char *execution_id,
                        const char *detail_json, struct corral_error *err);
+
+/* Records the caller lost without trying to write them (it paused writes to a failing
+ * store): counted into the next store_unavailable event, with why. */
+void audit_note_missed(struct audit *a, uint64_t n, const char *why);
+/* Records that could not be written since the last successful write (0: none). */
+uint64_t audit_missed(const struct audit *a);
+/* Write the store_unavailable event for the records missed so far, now, on its own (a writer
+ * that is about to close: otherwise the gap is recorded only by the next write). Returns 1
+ * when it was written, 0 when nothing was missed, <0 when the store still fails. */
+int audit_flush_gap(struct audit *a, struct corral_error *err);
+
+/* A pipeline as one execution, the parent row of its stages: command is its display form
+ * ("A | B"), the status its pipefail status (exit_code), the timeout the pipeline's, usage and
+ * redactions summed over the stages, stdout_bytes the last stage's, no isolation of its own;
+ * the error when nothing started. The id is the pipeline's. NULL on out-of-memory. */
+struct corral_result *audit_pipeline_summary(const struct corral_pipeline_result *pr,
+                                             const char *command);
 
 /* Delete the oldest rows: those older than max_age_ms and those beyond the newest max_rows
  * (0 = no limit of that kind). The rows to delete are verified first and their last hash

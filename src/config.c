@@ -342,6 +342,7 @@ int corral_config_set_limit(corral_config *cfg, enum corral_limit which, uint64_
 	    [CORRAL_LIMIT_NOFILE] = {"nofile", 16, 1u << 20},
 	    [CORRAL_LIMIT_FSIZE] = {"fsize", 1, 1ULL << 60},
 	    [CORRAL_LIMIT_TMPFS] = {"tmpfs", 1u << 20, 1ULL << 50},
+	    [CORRAL_LIMIT_CPUS] = {"cpus (hundredths of a CPU)", 1, 100 * 4096},
 	};
 	if ((unsigned)which >= CORRAL_LIMIT__COUNT)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "limits", "limits: unknown limit %d",

@@ -109,14 +109,14 @@ static json_t *seccomp_json(const struct launch *L)
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(arr, json_string(names[i]));
 	json_object_set_new(o, "denied", arr);
-	json_t *cond = json_pack("[sssssss]", "clone/unshare with CLONE_NEWUSER: EPERM (clone3: ENOSYS)",
+	/* The foreign ABIs are reported once, under "foreign_abis" (not in this list too). */
+	json_t *cond = json_pack("[ssssss]", "clone/unshare with CLONE_NEWUSER: EPERM (clone3: ENOSYS)",
 	                         "ioctl TIOCSTI, TIOCLINUX: EPERM (low 32 bits compared)",
 	                         "socket: only AF_UNIX, AF_INET, AF_INET6",
 	                         "personality: only the default persona",
 	                         "chmod/fchmod/fchmodat/open/openat/creat/mknod with a setuid or "
 	                         "setgid mode: EPERM (openat2: ENOSYS)",
-	                         "prlimit64 on another process: EPERM",
-	                         "x32 and i386 system calls: the process is killed");
+	                         "prlimit64 on another process: EPERM");
 	if (!L->userns)
 		json_array_append_new(cond, json_string("socket(AF_UNIX): EPERM (no namespaces; "
 		                                        "socketpair stays)"));
@@ -154,12 +154,20 @@ static json_t *env_json(const struct launch *L)
 
 static json_t *limits_json(const struct corral_config *cfg)
 {
-	static const char *const names[CORRAL_LIMIT__COUNT] = {"cpu_s", "memory", "pids", "nofile",
-	                                                       "fsize", "tmpfs"};
+	static const char *const names[CORRAL_LIMIT__COUNT] = {
+	    [CORRAL_LIMIT_CPU_S] = "cpu_s", [CORRAL_LIMIT_MEMORY] = "memory",
+	    [CORRAL_LIMIT_PIDS] = "pids",   [CORRAL_LIMIT_NOFILE] = "nofile",
+	    [CORRAL_LIMIT_FSIZE] = "fsize", [CORRAL_LIMIT_TMPFS] = "tmpfs",
+	    [CORRAL_LIMIT_CPUS] = "cpus"};
 	json_t *o = json_object();
-	for (int i = 0; i < CORRAL_LIMIT__COUNT; i++)
-		json_object_set_new(o, names[i], cfg->limits[i] ? json_integer((json_int_t)cfg->limits[i])
-		                                                : json_null());
+	for (int i = 0; i < CORRAL_LIMIT__COUNT; i++) {
+		const uint64_t v = cfg->limits[i];
+		/* cpus in CPUs (0.5), kept as hundredths in the config */
+		json_object_set_new(o, names[i],
+		                    !v                      ? json_null()
+		                    : i == CORRAL_LIMIT_CPUS ? json_real((double)v / 100.0)
+		                                             : json_integer((json_int_t)v));
+	}
 	json_object_set_new(o, "timeout_ms", json_integer((json_int_t)cfg->timeout_ms));
 	json_object_set_new(o, "kill_after_ms", json_integer((json_int_t)cfg->kill_after_ms));
 	json_object_set_new(o, "output_cap", json_integer((json_int_t)cfg->output_cap));
@@ -293,25 +301,37 @@ static bool in_list(const struct corral_config *cfg, char **list, size_t n, cons
 	return false;
 }
 
+/* Asks the same code that builds the run's protected set (dry run: nothing is created), so
+ * the answer agrees with what is enforced: a missing .git is read-only as a whole, a .git
+ * file is read-only, submodule git directories count. */
 static bool is_protected(const struct corral_config *cfg, const char *path, char *which)
 {
-	const char *const *list = cfg->protected_set ? (const char *const *)cfg->protected_paths
-	                                             : policy_default_protected;
-	size_t n = cfg->protected_set ? cfg->n_protected : 0;
-	if (!cfg->protected_set)
-		while (list[n])
-			n++;
-	for (size_t i = 0; i < n; i++) {
-		char p[PATH_MAX];
-		size_t len = strlen(list[i]);
-		snprintf(p, sizeof(p), "%s/%.*s", cfg->workspace,
-		         (int)(len && list[i][len - 1] == '/' ? len - 1 : len), list[i]);
-		if (path_within(path, p)) {
-			snprintf(which, PATH_MAX, "%s", list[i]);
-			return true;
+	struct launch L;
+	memset(&L, 0, sizeof(L));
+	L.cfg = cfg;
+	L.dry_run = true;
+	bool hit = false;
+	(void)plan_protected_set(&L, NULL); /* a partial set still answers */
+	for (size_t i = 0; i < L.req.n_protect && !hit; i++)
+		if (path_within(path, L.req.protect[i])) {
+			const char *rel = L.req.protect[i] + strlen(cfg->workspace);
+			while (*rel == '/')
+				rel++;
+			bool placeholder = false;
+			for (size_t k = 0; k < L.n_held; k++)
+				placeholder |= !strcmp(L.held[k].path, L.req.protect[i]);
+			snprintf(which, PATH_MAX, "%s%s", rel,
+			         placeholder ? " (absent: an empty read-only placeholder)" : "");
+			hit = true;
 		}
-	}
-	return false;
+	plan_release_protected(L.held, L.n_held);
+	for (size_t i = 0; i < L.req.n_protect; i++)
+		free(L.req.protect[i]);
+	free((void *)L.req.protect);
+	for (size_t i = 0; i < L.req.n_pin; i++)
+		free(L.req.pin[i]);
+	free((void *)L.req.pin);
+	return hit;
 }
 
 static void query_path(const struct corral_config *cfg, bool write, const char *target,
@@ -410,10 +430,79 @@ static void query_path(const struct corral_config *cfg, bool write, const char *
 	         path);
 }
 
+/* Can the sandbox itself see the file at path (and where it leads)? On no, a holds the rule
+ * that hides it. The host's /tmp is not the sandbox's. */
+static bool exec_visible(const struct corral_config *cfg, const char *path, struct answer *a)
+{
+	char *real = realpath(path, NULL);
+	const char *look[2] = {path, real};
+	bool ok = true;
+	for (int i = 0; i < 2 && ok && look[i]; i++) {
+		memset(a, 0, sizeof(*a));
+		query_path(cfg, false, look[i], a);
+		if (a->allowed && !strncmp(a->rule, "private ", 8)) {
+			a->allowed = false;
+			snprintf(a->reason, sizeof(a->reason),
+			         "%s is in the host's %s; the sandbox has its own, empty one", look[i],
+			         a->rule + 8);
+			snprintf(a->rule, sizeof(a->rule), "not visible");
+		}
+		ok = a->allowed;
+	}
+	free(real);
+	return ok;
+}
+
+static bool host_exec_file(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+/* The command as the sandbox would run it: a name goes through the sandbox's PATH, where a
+ * file the sandbox cannot see (hidden by filesystem.deny, or outside every visible tree) is
+ * passed over as execvp passes over one it cannot execute. Then the command rules. */
 static void query_exec(const struct corral_config *cfg, const char *target, struct answer *a)
 {
+	char found[PATH_MAX] = "";
+	struct answer hidden = {0}, v;
+	bool any_hidden = false;
+	if (strchr(target, '/')) {
+		if (policy_which(cfg, target, NULL, found) == 0 && !exec_visible(cfg, found, &v)) {
+			hidden = v;
+			any_hidden = true;
+			found[0] = 0;
+		}
+	} else {
+		for (const char *p = sandbox_path_env(cfg); p && *p;) {
+			const char *end = strchr(p, ':');
+			size_t len = end ? (size_t)(end - p) : strlen(p);
+			char cand[PATH_MAX];
+			if (len && (size_t)snprintf(cand, sizeof(cand), "%.*s/%s", (int)len, p, target) <
+			               sizeof(cand) &&
+			    host_exec_file(cand)) {
+				if (exec_visible(cfg, cand, &v)) {
+					snprintf(found, sizeof(found), "%s", cand);
+					break;
+				}
+				if (!any_hidden)
+					hidden = v;
+				any_hidden = true;
+			}
+			if (!end)
+				break;
+			p = end + 1;
+		}
+	}
+	if (!found[0] && any_hidden) {
+		a->allowed = false;
+		snprintf(a->rule, sizeof(a->rule), "%s", hidden.rule);
+		snprintf(a->reason, sizeof(a->reason), "%.1024s cannot be run in the sandbox: %.2048s",
+		         target, hidden.reason[0] ? hidden.reason : "the file is not visible there");
+		return;
+	}
 	struct exec_decision d;
-	policy_decide_exec(cfg, target, &d);
+	policy_decide_exec(cfg, found[0] ? found : target, &d);
 	a->allowed = d.allowed && d.found;
 	snprintf(a->rule, sizeof(a->rule), "%s%s%s", d.list, d.rule ? " " : "",
 	         d.rule ? d.rule->match : "");

@@ -81,6 +81,8 @@ int parse_size(const char *s, uint64_t *out, const char **why);
 int parse_duration_ms(const char *s, uint64_t *out, const char **why);
 /* A positive integer count, at most max. */
 int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why);
+/* "0.5", "2", "1.25" CPUs -> hundredths of a CPU (0.01 to 4096 CPUs; "0" is 0: no limit). */
+int parse_cpus(const char *s, uint64_t *out, const char **why);
 
 /* ---- capture.c (pure) ------------------------------------------------------------------ */
 
@@ -123,6 +125,11 @@ char *result_violations_json(const struct corral_result *res);
 void policy_hash(const struct corral_config *cfg, char out[65]);
 /* Fill res->violations from the evidence and, for failed runs, from the error output. */
 void violations_collect(const struct corral_config *cfg, struct corral_result *res);
+/* A fork was refused in the run's cgroup below its own pids.max (known: a parent cgroup's
+ * budget ran out), or at a level this kernel does not tell (known 0): an inferred limit
+ * entry that does not blame the run's own limit. */
+void violations_pids_elsewhere(const struct corral_config *cfg, struct corral_result *res,
+                               int known);
 
 /* ---- launch.c -------------------------------------------------------------------------- */
 
@@ -132,6 +139,7 @@ struct placeholder {
 	char *path;
 	int fd;
 	bool created;
+	bool watch; /* not a mount: a file absent at the start that is removed if it appears */
 };
 
 /* Everything prepared before clone, and what the launch produced. */
@@ -237,5 +245,15 @@ int policy_preflight(const struct corral_config *cfg, struct corral_error *err);
 /* Files that get Landlock's execute right under a command allow-list. */
 int policy_exec_files(const struct corral_config *cfg, char ***files, size_t *n,
                       struct corral_error *err);
+
+
+/* ---- session.c: audit accessors (for the audit records of jobs and sessions) ------------- */
+
+/* A job of its own (corral_job_start), once ended: its sandbox's result (usage, isolation,
+ * violations, limits), borrowed from the job; NULL for a session job or one still running. */
+const struct corral_result *corral_job_sandbox_result(const corral_job *j);
+/* Copy the session's isolation record (mode and layers) into into. -1 when the session's
+ * sandbox has none (yet). */
+int corral_session_copy_isolation(const corral_session *s, struct corral_result *into);
 
 #endif

@@ -53,6 +53,9 @@ void plan_argarea(uintptr_t *start, uintptr_t *end);
 /* Release the protected paths of a run: remove the placeholders it created that are still
  * empty and held by no other run, close the locks, free the list. */
 void plan_release_protected(struct placeholder *held, size_t n);
+/* plan.c: the protected set of the run (L->req.protect, L->req.pin); with L->dry_run set it
+ * touches nothing on the host (policy check and explain use it that way). */
+int plan_protected_set(struct launch *L, struct corral_error *err);
 bool plan_test_disabled(const char *layer);
 
 #endif

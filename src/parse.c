@@ -159,3 +159,22 @@ int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why)
 	*out = v;
 	return 0;
 }
+
+int parse_cpus(const char *s, uint64_t *out, const char **why)
+{
+	struct decimal v;
+	const char *end;
+	if (!s || !*s || s[0] == '-' || s[0] == '+' || parse_decimal(s, &v, &end) < 0 || *end) {
+		*why = "expected a number of CPUs: 0.5, 1, 2.5 (0 for no limit)";
+		return -1;
+	}
+	if (decimal_scale(&v, 100, 100 * 4096, out) < 0) {
+		*why = "at most 4096 CPUs";
+		return -1;
+	}
+	if (*out == 0 && v.nonzero) {
+		*why = "below 0.01 CPU; the smallest share is 0.01";
+		return -1;
+	}
+	return 0;
+}

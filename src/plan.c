@@ -74,9 +74,18 @@ const struct seccomp_prog *plan_seccomp(bool no_namespaces, struct corral_error 
 	return &sc_prog[k];
 }
 
+/* The test hooks (CORRAL_TEST_DISABLE, CORRAL_TEST_LANDLOCK_ABI; docs/DESIGN.md §11) are
+ * for the test suite only. secure_getenv() ignores them in a process the kernel marked
+ * AT_SECURE (setuid, setgid, file capabilities): whoever set its environment is not trusted
+ * with weakening the sandbox. */
+static const char *plan_test_env(const char *name)
+{
+	return secure_getenv(name);
+}
+
 bool plan_test_disabled(const char *layer)
 {
-	const char *v = getenv("CORRAL_TEST_DISABLE");
+	const char *v = plan_test_env("CORRAL_TEST_DISABLE");
 	if (!v)
 		return false;
 	size_t n = strlen(layer);
@@ -156,7 +165,7 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 	int abi = plan_test_disabled("landlock") ? 0 : landlock_probe_abi();
 	/* Test hook: pretend the kernel offers at most this ABI (the ladder below an ABI cannot
 	 * be reached otherwise on a current kernel). */
-	const char *cap = getenv("CORRAL_TEST_LANDLOCK_ABI");
+	const char *cap = plan_test_env("CORRAL_TEST_LANDLOCK_ABI");
 	if (cap && *cap >= '0' && *cap <= '9' && abi > atoi(cap))
 		abi = atoi(cap);
 	L->landlock = abi > 0;
@@ -229,7 +238,13 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 		         L->mountns ? ""
 		                    : ", no mount namespace: protected paths not enforced, "
 		                      "host /proc readable");
-	record(res, "landlock", L->landlock, L->landlock ? d : skip);
+	/* Without Landlock nothing holds a command allow-list at execve: only the preflight
+	 * of the top-level command is left, which `sh -c` or a script gets around. */
+	record(res, "landlock", L->landlock,
+	       L->landlock            ? d
+	       : L->cfg->cmd_allow_set ? "unavailable on this host (mode auto); command allow-list "
+	                                 "NOT enforced (preflight only)"
+	                               : skip);
 	record(res, "seccomp", L->seccomp,
 	       !L->seccomp ? skip
 	       : L->userns ? "deny-list, EPERM"
@@ -568,6 +583,7 @@ static int lock_protected(struct launch *L, const char *path, bool created)
 			g[L->n_held].path = strdup(path);
 			g[L->n_held].fd = fd;
 			g[L->n_held].created = ours;
+			g[L->n_held].watch = false;
 			if (!g[L->n_held].path) {
 				close(fd);
 				errno = ENOMEM;
@@ -592,6 +608,7 @@ static int note_dry_placeholder(struct launch *L, const char *path)
 	g[L->n_held].path = strdup(path);
 	g[L->n_held].fd = -1;
 	g[L->n_held].created = true;
+	g[L->n_held].watch = false;
 	if (!g[L->n_held].path)
 		return -1;
 	L->n_held++;
@@ -648,7 +665,262 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, struct c
 	}
 }
 
-static int prepare_protected(struct launch *L, struct corral_error *err)
+/* ---- the protected set: which paths go read-only, which directories get pinned ------- */
+
+static int strv_push(char ***v, size_t *n, const char *s)
+{
+	char **g = realloc(*v, (*n + 2) * sizeof(char *));
+	if (!g)
+		return -1;
+	*v = g;
+	if (!(g[*n] = strdup(s)))
+		return -1;
+	g[++*n] = NULL;
+	return 0;
+}
+
+static bool strv_covers(char *const *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (path_within(path, v[i]))
+			return true;
+	return false;
+}
+
+static bool strv_has(char *const *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(path, v[i]))
+			return true;
+	return false;
+}
+
+/* An empty directory: another run's placeholder (its mark may not be set yet), or one that
+ * holds nothing to protect. Either way it is made read-only as a whole, like a missing one. */
+static bool is_empty_dir(const char *path, const struct stat *st)
+{
+	if (!S_ISDIR(st->st_mode))
+		return false;
+	DIR *d = opendir(path);
+	if (!d)
+		return false;
+	struct dirent *de;
+	bool empty = true;
+	while (empty && (de = readdir(d)))
+		empty = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
+static int add_protected(struct launch *L, const char *path, bool is_dir, struct corral_error *err)
+{
+	if (strv_covers(L->req.protect, L->req.n_protect, path))
+		return 0;
+	int r = protect_one(L, path, is_dir, err);
+	if (r > 0 && strv_push((char ***)&L->req.protect, &L->req.n_protect, path) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	return r < 0 ? r : 0;
+}
+
+/* Protect the workspace-relative path rel. Its ancestors inside the workspace count as much
+ * as the path itself, since whoever can rename or create them controls what the path is:
+ *  - an existing directory on the way is pinned (a mount point, so it cannot be renamed or
+ *    removed: `mv .git .gitold; cp -r .gitold .git` would otherwise carry the read-only
+ *    mounts away and leave a writable copy in place);
+ *  - a file on the way (a `.git` file holding `gitdir: ...`, as in worktrees and submodule
+ *    checkouts) is made read-only itself;
+ *  - a missing one (no `.git` at all) becomes an empty read-only placeholder directory when
+ *    make_missing is set, so the sandbox cannot create it; otherwise the path is skipped. */
+static int protect_rel(struct launch *L, const char *rel, bool is_dir, bool make_missing,
+                       struct corral_error *err)
+{
+	char path[PATH_MAX];
+	size_t wl = strlen(L->cfg->workspace);
+	if (snprintf(path, sizeof(path), "%s/%s", L->cfg->workspace, rel) >= (int)sizeof(path))
+		return 0;
+	for (char *s = path + wl + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		if (strv_covers(L->req.protect, L->req.n_protect, path))
+			return 0; /* read-only already */
+		struct stat st;
+		if (lstat(path, &st) < 0 || is_empty_dir(path, &st))
+			return make_missing ? add_protected(L, path, true, err) : 0;
+		if (S_ISLNK(st.st_mode))
+			return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
+			                        "policy: the protected path %s lies beneath the symlink "
+			                        "%s, which the sandbox could replace; make it a real "
+			                        "directory or take %s off the protected list",
+			                        rel, path, rel);
+		if (!S_ISDIR(st.st_mode))
+			return add_protected(L, path, false, err);
+		if (!strv_has(L->req.pin, L->req.n_pin, path) &&
+		    strv_push((char ***)&L->req.pin, &L->req.n_pin, path) < 0)
+			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+		*s = '/';
+	}
+	return add_protected(L, path, is_dir, err);
+}
+
+/* A file in a git directory that points a host git at another directory for its config and
+ * hooks: `commondir` (how linked worktrees share a repository). No placeholder can sit on it
+ * (git refuses to run with an empty one), so it is watched instead: absent at the start, it
+ * is removed when the run ends if the sandbox created it (only the sandbox writes there). */
+static int watch_git_redirects(struct launch *L, const char *gitdir_abs)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	if (L->dry_run ||
+	    snprintf(path, sizeof(path), "%s/commondir", gitdir_abs) >= (int)sizeof(path) ||
+	    lstat(path, &st) == 0)
+		return 0;
+	for (size_t i = 0; i < L->n_held; i++)
+		if (L->held[i].watch && !strcmp(L->held[i].path, path))
+			return 0;
+	struct placeholder *g = realloc(L->held, (L->n_held + 1) * sizeof(*L->held));
+	if (!g)
+		return -1;
+	L->held = g;
+	g[L->n_held] = (struct placeholder){.path = strdup(path), .fd = -1, .watch = true};
+	if (!g[L->n_held].path)
+		return -1;
+	L->n_held++;
+	return 0;
+}
+
+/* Submodules keep their git directories in .git/modules/<name> (a name may hold slashes;
+ * nested submodules sit in <gitdir>/modules/<name>). A host `git status` in the superproject
+ * reads their config and runs their hooks, so they get the same protection as .git's own. */
+#define MODULES_MAX_DEPTH 6
+#define MODULES_MAX 256
+
+static int protect_modules(struct launch *L, const char *rel, bool config, bool hooks, int depth,
+                           int *budget, struct corral_error *err)
+{
+	char dir[PATH_MAX];
+	if (depth > MODULES_MAX_DEPTH ||
+	    snprintf(dir, sizeof(dir), "%s/%s", L->cfg->workspace, rel) >= (int)sizeof(dir))
+		return 0;
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int r = 0;
+	struct dirent *de;
+	while (r >= 0 && *budget > 0 && (de = readdir(d))) {
+		if (de->d_name[0] == '.' &&
+		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
+			continue;
+		char child[PATH_MAX], probe[PATH_MAX];
+		struct stat st;
+		if (snprintf(child, sizeof(child), "%s/%s", rel, de->d_name) >= (int)sizeof(child) ||
+		    snprintf(probe, sizeof(probe), "%s/%s", dir, de->d_name) >= (int)sizeof(probe) ||
+		    lstat(probe, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		char head[PATH_MAX + 8];
+		snprintf(head, sizeof(head), "%s/HEAD", probe);
+		if (lstat(head, &st) < 0) {
+			/* not a git directory: part of a name with slashes */
+			r = protect_modules(L, child, config, hooks, depth + 1, budget, err);
+			continue;
+		}
+		(*budget)--;
+		char sub[PATH_MAX + 16];
+		if (config && watch_git_redirects(L, probe) < 0)
+			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+		if (config && (size_t)snprintf(sub, sizeof(sub), "%s/config", child) < sizeof(sub))
+			r = protect_rel(L, sub, false, false, err);
+		if (r >= 0 && hooks &&
+		    (size_t)snprintf(sub, sizeof(sub), "%s/hooks", child) < sizeof(sub))
+			r = protect_rel(L, sub, true, false, err);
+		if (r >= 0 && (size_t)snprintf(sub, sizeof(sub), "%s/modules", child) < sizeof(sub))
+			r = protect_modules(L, sub, config, hooks, depth + 1, budget, err);
+	}
+	closedir(d);
+	return r;
+}
+
+/* Submodule checkouts in the workspace: each `path = X` of a .gitmodules has its own X/.git,
+ * usually a file naming the git directory (`gitdir: ../.git/modules/X`), which a host git
+ * follows. Nested .gitmodules are followed too, within the same bounds. */
+static int protect_submodule_checkouts(struct launch *L, const char *prefix, bool config,
+                                       bool hooks, int depth, int *budget,
+                                       struct corral_error *err)
+{
+	char file[PATH_MAX];
+	if (depth > MODULES_MAX_DEPTH ||
+	    snprintf(file, sizeof(file), "%s/%s%s.gitmodules", L->cfg->workspace, prefix,
+	             *prefix ? "/" : "") >= (int)sizeof(file))
+		return 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "re");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	char line[PATH_MAX];
+	int r = 0;
+	while (r >= 0 && *budget > 0 && fgets(line, sizeof(line), f)) {
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "path", 4))
+			continue;
+		p += 4;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p++ != '=')
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t n = strcspn(p, "\r\n");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+			p++;
+			n -= 2;
+		}
+		p[n] = 0;
+		/* a relative path without .. components, inside the checkout */
+		if (!n || p[0] == '/' || !strcmp(p, "..") || !strncmp(p, "../", 3) ||
+		    strstr(p, "/../") || (n >= 3 && !strcmp(p + n - 3, "/..")))
+			continue;
+		char mod[PATH_MAX], sub[PATH_MAX + 16];
+		struct stat st;
+		if (snprintf(mod, sizeof(mod), "%s%s%s", prefix, *prefix ? "/" : "", p) >=
+		        (int)sizeof(mod) ||
+		    snprintf(sub, sizeof(sub), "%s/%s/.git", L->cfg->workspace, mod) >=
+		        (int)sizeof(sub) ||
+		    lstat(sub, &st) < 0)
+			continue; /* not checked out */
+		(*budget)--;
+		if (S_ISREG(st.st_mode)) {
+			snprintf(sub, sizeof(sub), "%s/.git", mod);
+			r = protect_rel(L, sub, false, false, err);
+		} else {
+			if (config && (size_t)snprintf(sub, sizeof(sub), "%s/.git/config", mod) <
+			                  sizeof(sub))
+				r = protect_rel(L, sub, false, false, err);
+			if (r >= 0 && hooks &&
+			    (size_t)snprintf(sub, sizeof(sub), "%s/.git/hooks", mod) < sizeof(sub))
+				r = protect_rel(L, sub, true, false, err);
+		}
+		if (r >= 0)
+			r = protect_submodule_checkouts(L, mod, config, hooks, depth + 1, budget, err);
+	}
+	fclose(f);
+	return r;
+}
+
+static int cmp_depth(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+	return la < lb ? -1 : la > lb;
+}
+
+/* The protected set of a run: L->req.protect (read-only binds, with placeholders for what
+ * is missing) and L->req.pin (directories on the way, bound over themselves). A dry run
+ * computes the same set without touching the host; `policy check` asks it. */
+int plan_protected_set(struct launch *L, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
 	if (cfg->workspace_ro)
@@ -661,44 +933,68 @@ static int prepare_protected(struct launch *L, struct corral_error *err)
 	else
 		while (list[n])
 			n++;
-	char **out = calloc(n + 1, sizeof(char *));
-	if (!out)
+	if (!(L->req.protect = calloc(1, sizeof(char *))) || !(L->req.pin = calloc(1, sizeof(char *))))
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
-	L->req.protect = out;
-	L->req.n_protect = 0;
+	L->req.n_protect = L->req.n_pin = 0;
+	bool git_config = false, git_hooks = false;
 	for (size_t i = 0; i < n; i++) {
-		char path[PATH_MAX];
+		char rel[PATH_MAX];
 		size_t len = strlen(list[i]);
-		bool is_dir = len && list[i][len - 1] == '/';
+		bool slash = len && list[i][len - 1] == '/';
+		bool is_dir = slash;
 		for (size_t k = 0; k < ARRAY_SIZE(protected_dirs); k++)
 			is_dir |= !strcmp(list[i], protected_dirs[k]);
-		if (snprintf(path, sizeof(path), "%s/%.*s", cfg->workspace,
-		             (int)(len && list[i][len - 1] == '/' ? len - 1 : len),
-		             list[i]) >= (int)sizeof(path))
+		if (snprintf(rel, sizeof(rel), "%.*s", (int)(slash ? len - 1 : len), list[i]) >=
+		    (int)sizeof(rel))
 			continue;
-		int r = protect_one(L, path, is_dir, err);
+		git_config |= !strcmp(rel, ".git/config");
+		git_hooks |= !strcmp(rel, ".git/hooks");
+		int r = protect_rel(L, rel, is_dir, true, err);
 		if (r < 0)
 			return r;
-		if (r > 0 && !(out[L->req.n_protect++] = strdup(path)))
-			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
 	}
-	return 0;
+	int budget = MODULES_MAX, r = 0;
+	char gitdir[PATH_MAX];
+	if (git_config &&
+	    snprintf(gitdir, sizeof(gitdir), "%s/.git", cfg->workspace) < (int)sizeof(gitdir) &&
+	    strv_has(L->req.pin, L->req.n_pin, gitdir) && watch_git_redirects(L, gitdir) < 0)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	if (git_config || git_hooks) {
+		r = protect_modules(L, ".git/modules", git_config, git_hooks, 0, &budget, err);
+		if (r >= 0)
+			r = protect_submodule_checkouts(L, "", git_config, git_hooks, 0, &budget, err);
+	}
+	if (L->req.n_pin > 1)
+		qsort((void *)L->req.pin, L->req.n_pin, sizeof(char *), cmp_depth);
+	return r < 0 ? r : 0;
 }
 
 void plan_release_protected(struct placeholder *held, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct placeholder *h = &held[i];
+		struct stat w;
+		/* a redirect the sandbox planted (everything of the run has exited by now); a
+		 * directory by that name only makes git fail, and may hold the user's files */
+		if (h->watch && lstat(h->path, &w) == 0 && !S_ISDIR(w.st_mode))
+			(void)unlink(h->path);
 		/* Remove a placeholder (made by this run, or marked as corral's by another), if it
 		 * is still the empty thing that was made and no other run holds it. */
-		if (h->created && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0) {
+		char v[2];
+		if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
+		    /* the mark is read again now: a run that made it may have set it only after
+		     * this one looked (creation and marking are not one step) */
+		    (h->created || fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0)) {
 			struct stat a, b;
 			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
 			    a.st_ino == b.st_ino) {
-				if (S_ISDIR(b.st_mode))
-					rmdir(h->path); /* fails unless empty */
-				else if (S_ISREG(b.st_mode) && b.st_size == 0)
-					unlink(h->path);
+				bool gone = S_ISDIR(b.st_mode) ? rmdir(h->path) == 0 /* unless empty */
+				            : S_ISREG(b.st_mode) && b.st_size == 0 ? unlink(h->path) == 0
+				                                                   : false;
+				/* something was put into it on the host meanwhile (the sandbox could
+				 * not): it is the user's now, so drop corral's mark */
+				if (!gone)
+					(void)fremovexattr(h->fd, PLACEHOLDER_XATTR);
 			}
 		}
 		if (h->fd >= 0)
@@ -720,7 +1016,7 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
 	                      "filesystem.deny", err)) < 0)
 		return r;
-	if ((r = prepare_protected(L, err)) < 0)
+	if ((r = plan_protected_set(L, err)) < 0)
 		return r;
 	q->workspace = cfg->workspace;
 	q->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
@@ -741,7 +1037,8 @@ static void free_strv(char **v, size_t n)
 
 /* ---- cgroup and limits ----------------------------------------------------------------- */
 
-static void prepare_limits(struct launch *L, struct corral_result *res)
+static int prepare_limits(struct launch *L, struct corral_result *res,
+                          struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
 	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
@@ -749,19 +1046,41 @@ static void prepare_limits(struct launch *L, struct corral_result *res)
 	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
 	bool pids_need_cg = cfg->limits[CORRAL_LIMIT_PIDS] &&
 	                    (L->uid == 0 || (!L->userns && !cfg->pids_default));
+	/* A CPU share has no rlimit to fall back on: without a cgroup it cannot be had. */
+	const uint64_t cpus = cfg->limits[CORRAL_LIMIT_CPUS];
 	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
-	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
+	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg || cpus);
 	if (L->want_cg && L->dry_run) {
-		record(res, "cgroup", true, "a cgroup for the memory and process limits");
+		record(res, "cgroup", true,
+		       cpus ? "a cgroup for the memory, process and CPU limits"
+		            : "a cgroup for the memory and process limits");
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
 		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],
+		                            .cpu_pct = cpus,
 		                            .tree_kill = !L->pidns};
 		struct corral_error cgerr = {0};
 		if (cgroup_prepare(&lim, &L->cg, &cgerr) < 0) {
 			L->cg = NULL;
-			record(res, "cgroup", false, cgerr.message);
+			if (cpus && cfg->mode == CORRAL_MODE_REQUIRED)
+				return corral_set_error(err, CORRAL_EUNAVAIL, cgerr.sys_errno, "cgroup",
+				                        "cgroup: a CPU share (--cpus) needs a cgroup: run "
+				                        "as root, delegate a v2 subtree with the cpu "
+				                        "controller, or drop --cpus (--mode auto runs "
+				                        "without it, recorded); why none is usable: %.300s",
+				                        cgerr.message);
+			char d[sizeof(cgerr.message) + 40];
+			snprintf(d, sizeof(d), "%s%s", cgerr.message,
+			         cpus ? "; the CPU share is NOT enforced" : "");
+			record(res, "cgroup", false, d);
 		}
+	} else if (cpus && cfg->mode != CORRAL_MODE_NONE) {
+		/* the test hook disabled cgroups */
+		if (cfg->mode == CORRAL_MODE_REQUIRED)
+			return corral_set_error(err, CORRAL_EUNAVAIL, 0, "cgroup",
+			                        "cgroup: disabled, and a CPU share (--cpus) needs one");
+		record(res, "cgroup", false,
+		       "disabled by CORRAL_TEST_DISABLE; the CPU share is NOT enforced");
 	} else {
 		record(res, "cgroup", false,
 		       cfg->mode == CORRAL_MODE_NONE      ? "mode none"
@@ -791,6 +1110,7 @@ static void prepare_limits(struct launch *L, struct corral_result *res)
 		o += (size_t)snprintf(d + o, sizeof(d) - o, "%s%s", i ? ", " : "", nm);
 	}
 	record(res, "rlimits", true, d);
+	return 0;
 }
 
 /* ---- the whole preparation -------------------------------------------------------------- */
@@ -818,7 +1138,8 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 		return r;
 	if (L->landlock && build_landlock(L) < 0)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
-	prepare_limits(L, res);
+	if ((r = prepare_limits(L, res, err)) < 0)
+		return r;
 	L->argv = cfg->argv;
 	L->exec_buf = malloc(PATH_MAX);
 	if (prepare_env(L) < 0 || !L->exec_buf || split_path(L) < 0)
@@ -864,5 +1185,6 @@ void plan_free(struct launch *L)
 	free_strv((char **)L->req.write, L->req.n_write);
 	free_strv((char **)L->req.deny, L->req.n_deny);
 	free_strv((char **)L->req.protect, L->req.n_protect);
+	free_strv((char **)L->req.pin, L->req.n_pin);
 	/* placeholders and private_tmp are handed to the supervisor (or removed on failure) */
 }

@@ -177,7 +177,7 @@ int corral_config_deny_command(corral_config *cfg, const char *match, const char
 
 /* ---- profiles --------------------------------------------------------------------------- */
 
-static int apply_profile(corral_config *cfg, const struct profile *p, struct corral_error *err)
+int policy_apply_profile(corral_config *cfg, const struct profile *p, struct corral_error *err)
 {
 	int r = 0;
 	free(cfg->profile_name);
@@ -239,6 +239,10 @@ static int apply_profile(corral_config *cfg, const struct profile *p, struct cor
 		cfg->cmd_allow_set = true;
 	for (size_t i = 0; i < p->n_cmd_deny && r == 0; i++)
 		r = corral_config_deny_command(cfg, p->cmd_deny[i].match, p->cmd_deny[i].reason, err);
+	for (size_t i = 0; i < p->n_redact && r == 0; i++)
+		r = corral_config_add_redaction(cfg, p->redact_strings[i], err);
+	if (r == 0 && p->redact_mode_set)
+		r = corral_config_set_redaction(cfg, p->redact_mode, err);
 	return r;
 }
 
@@ -258,7 +262,7 @@ int corral_config_load_profile(corral_config *cfg, const char *name_or_path,
 		r = profile_load_file(name_or_path, &p, err);
 	if (r < 0)
 		return r;
-	r = apply_profile(cfg, &p, err);
+	r = policy_apply_profile(cfg, &p, err);
 	profile_free(&p);
 	return r;
 }

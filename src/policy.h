@@ -19,6 +19,14 @@ struct env_set_entry {
 	char *value;
 };
 
+/* Where a list entry stands in the profile file, kept through parsing so that checks made
+ * later (corral policy validate against a workspace) can point at it. index is the entry's
+ * position in the JSON array (duplicates are dropped, so it may differ from the list's). */
+struct profile_pos {
+	unsigned line, col;
+	size_t index;
+};
+
 /* A parsed profile. Every field is optional; *_set says whether the profile gave it.
  * Paths are kept as written ("~/x", "rel/to/workspace", "/abs"); they are resolved when the
  * profile is applied to a configuration, against its workspace and the caller's $HOME. */
@@ -36,6 +44,8 @@ struct profile {
 	char **protected_paths; /* workspace-relative; read-only even in a writable workspace */
 	size_t n_protected;
 	bool protected_set;     /* the profile replaced the default protected list */
+	/* file positions of the entries above, parallel to each list; NULL for builtins */
+	struct profile_pos *read_pos, *write_pos, *deny_pos, *protected_pos;
 	int workspace_access;   /* 0 unset, 1 read-only, 2 read-write */
 	bool etc_minimal;       /* strict: only what the dynamic loader needs from /etc */
 
@@ -68,6 +78,12 @@ struct profile {
 
 	bool mode_set;
 	enum corral_mode mode;
+
+	/* redaction: extra exact strings (4 to 4096 bytes), and the mode */
+	char **redact_strings;
+	size_t n_redact;
+	bool redact_mode_set;
+	enum corral_redaction redact_mode;
 };
 
 /* Parse a profile document. origin names it in errors ("profile.json"); errors say
@@ -78,6 +94,10 @@ int profile_parse(const char *text, size_t len, const char *origin, struct profi
 int profile_load_file(const char *path, struct profile *out, struct corral_error *err);
 /* A builtin profile by name: default, readonly, strict, network. */
 int profile_builtin(const char *name, struct profile *out, struct corral_error *err);
+/* Merge a profile into a configuration (policy.c): lists add to the configuration's (a
+ * profile's protected list and env.deny_replace replace), scalars the profile gives replace
+ * the configuration's. Options applied afterwards override the profile in turn. */
+int policy_apply_profile(corral_config *cfg, const struct profile *p, struct corral_error *err);
 /* Names of the builtins, NULL-terminated. */
 extern const char *const profile_builtin_names[];
 void profile_free(struct profile *p);

@@ -196,6 +196,11 @@ struct scan {
 	size_t too_deep; /* offset of the first bracket past the cap, or SIZE_MAX */
 	struct buf path;
 	char *dup_path; /* malloc'ed path of the member at dup_off */
+	/* collect the offsets of the elements of the array at path elems_of: elem_off[i] for
+	 * element i < n_elem (untouched for elements not found) */
+	const char *elems_of;
+	size_t elems_len;
+	size_t *elem_off, n_elem;
 };
 
 static long scan_hex4(const char *s, size_t len, size_t i)
@@ -306,6 +311,16 @@ static void scan_run(struct scan *sc)
 			if (!sc->want_key && scan_at_target(sc)) {
 				sc->found = i;
 				return;
+			}
+			if (sc->elem_off && depth > 0 && !st[depth - 1].obj &&
+			    st[depth - 1].plen == sc->elems_len &&
+			    (sc->elems_len == 0 ||
+			     memcmp(sc->path.p, sc->elems_of, sc->elems_len) == 0)) {
+				size_t k = st[depth - 1].index;
+				if (k < sc->n_elem)
+					sc->elem_off[k] = i;
+				if (k + 1 >= sc->n_elem)
+					return;
 			}
 			if (ch == '{' || ch == '[') {
 				if (depth == PROFILE_MAX_DEPTH) {
@@ -680,7 +695,7 @@ static bool json_whole(const json_t *v, uint64_t *out)
 	return false;
 }
 
-enum item_kind { ITEM_PATH, ITEM_PROTECTED, ITEM_GLOB };
+enum item_kind { ITEM_PATH, ITEM_PROTECTED, ITEM_GLOB, ITEM_SECRET };
 
 static int check_item(struct pctx *c, const json_t *v, const struct jpath *at, enum item_kind kind)
 {
@@ -698,10 +713,20 @@ static int check_item(struct pctx *c, const json_t *v, const struct jpath *at, e
 			                "(like \"LC_*\")");
 		return 0;
 	}
+	if (kind == ITEM_SECRET) {
+		/* the same bounds as corral_config_add_redaction(); the value is not echoed */
+		if (n < 4 || n > 4096)
+			return perr(
+			    c, at, false, true,
+			    "expected a string of 4 to 4096 bytes to redact, got one of %zu "
+			    "bytes",
+			    n);
+		return 0;
+	}
 	if (n == 0)
 		return expected(c, at, v, "a non-empty path");
-	if (memchr(s, '\0', n))
-		return expected(c, at, v, "a path without NUL bytes");
+	/* No check for NUL bytes: jansson refuses "\u0000" (JSON_ALLOW_NUL is not given), with
+	 * a positioned syntax error, before any value gets here. */
 	if (n >= PROFILE_PATH_MAX)
 		return expected(c, at, v, "a path shorter than 4096 bytes");
 	if (kind == ITEM_PROTECTED) {
@@ -734,12 +759,13 @@ static bool list_has(char *const *list, size_t n, const char *s)
 /* An array of strings; exact duplicates are dropped (they mean nothing more). *out is set
  * before the first item so that a failure leaves a freeable partial list. */
 static int get_list(struct pctx *c, const json_t *v, const struct jpath *at, enum item_kind kind,
-                    char ***out, size_t *n)
+                    char ***out, size_t *n, struct profile_pos **pos)
 {
 	static const char *const what[] = {
 	    [ITEM_PATH] = "an array of paths",
 	    [ITEM_PROTECTED] = "an array of workspace-relative paths",
 	    [ITEM_GLOB] = "an array of variable name globs",
+	    [ITEM_SECRET] = "an array of strings",
 	};
 	if (!json_is_array(v))
 		return expected(c, at, v, what[kind]);
@@ -755,12 +781,18 @@ static int get_list(struct pctx *c, const json_t *v, const struct jpath *at, enu
 	free(*out);
 	*out = list;
 	*n = 0;
+	if (pos) {
+		free(*pos);
+		if (!(*pos = calloc(count ? count : 1, sizeof(**pos))))
+			return oom(c);
+	}
 	for (size_t i = 0; i < count; i++) {
 		const json_t *item = json_array_get(v, i);
 		struct jpath ip = {at, NULL, i};
 		if (!json_is_string(item))
 			return expected(c, &ip, item,
-			                kind == ITEM_GLOB ? "a string" : "a path string");
+			                kind == ITEM_GLOB || kind == ITEM_SECRET ? "a string"
+			                                                         : "a path string");
 		int rc = check_item(c, item, &ip, kind);
 		if (rc < 0)
 			return rc;
@@ -768,6 +800,8 @@ static int get_list(struct pctx *c, const json_t *v, const struct jpath *at, enu
 			continue;
 		if (!(list[*n] = strdup(json_string_value(item))))
 			return oom(c);
+		if (pos)
+			(*pos)[*n].index = i; /* line and column: set_positions() */
 		(*n)++;
 	}
 	return 0;
@@ -791,14 +825,15 @@ static int parse_filesystem(struct pctx *c, const json_t *obj, const struct jpat
 		struct jpath kp = {at, key, 0};
 		int rc, e;
 		if (!strcmp(key, "read")) {
-			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_read, &p->n_read);
+			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_read, &p->n_read, &p->read_pos);
 		} else if (!strcmp(key, "write")) {
-			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_write, &p->n_write);
+			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_write, &p->n_write,
+			              &p->write_pos);
 		} else if (!strcmp(key, "deny")) {
-			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_deny, &p->n_deny);
+			rc = get_list(c, v, &kp, ITEM_PATH, &p->fs_deny, &p->n_deny, &p->deny_pos);
 		} else if (!strcmp(key, "protected")) {
 			rc = get_list(c, v, &kp, ITEM_PROTECTED, &p->protected_paths,
-			              &p->n_protected);
+			              &p->n_protected, &p->protected_pos);
 			p->protected_set = true;
 		} else if (!strcmp(key, "workspace")) {
 			if ((rc = get_enum(c, v, &kp, ws, &e)) == 0)
@@ -816,10 +851,12 @@ static int parse_filesystem(struct pctx *c, const json_t *obj, const struct jpat
 	 * entry adds nothing. (deny against either is kept: deny wins when applied.) */
 	size_t k = 0;
 	for (size_t i = 0; i < p->n_read; i++) {
-		if (list_has(p->fs_write, p->n_write, p->fs_read[i]))
+		if (list_has(p->fs_write, p->n_write, p->fs_read[i])) {
 			free(p->fs_read[i]);
-		else
+		} else {
+			p->read_pos[k] = p->read_pos[i];
 			p->fs_read[k++] = p->fs_read[i];
+		}
 	}
 	p->n_read = k;
 	return 0;
@@ -827,7 +864,7 @@ static int parse_filesystem(struct pctx *c, const json_t *obj, const struct jpat
 
 struct limit_spec {
 	const char *key;
-	enum { L_SIZE, L_COUNT, L_SECONDS, L_DURATION } kind;
+	enum { L_SIZE, L_COUNT, L_SECONDS, L_DURATION, L_CPUS } kind;
 	int which; /* CORRAL_LIMIT_*, or -1 for timeout, kill_after and output */
 	uint64_t min, max;
 	bool zero_ok;      /* 0 is accepted below min: "no limit" (or "no timeout") */
@@ -843,6 +880,8 @@ static const struct limit_spec limit_specs[] = {
     {"kill_after", L_DURATION, -1, 0, 3600000, true, "at most 1 hour"},
     {"memory", L_SIZE, CORRAL_LIMIT_MEMORY, 1u << 20, 1ULL << 50, true,
      "from 1 MiB to 1 PiB (0 for no limit)"},
+    {"cpus", L_CPUS, CORRAL_LIMIT_CPUS, 1, 100 * 4096, true,
+     "from 0.01 to 4096 CPUs (0 for no limit)"},
     {"cpu", L_SECONDS, CORRAL_LIMIT_CPU_S, 1, 366ULL * 86400, true,
      "from 1 second to 366 days (0 for no limit)"},
     {"pids", L_COUNT, CORRAL_LIMIT_PIDS, 1, 4194304, true, "from 1 to 4194304 (0 for no limit)"},
@@ -862,11 +901,26 @@ static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
 	    [L_COUNT] = "a whole number",
 	    [L_SECONDS] = "a whole number of seconds or a duration like \"2m\"",
 	    [L_DURATION] = "a duration like \"30s\" or a number of seconds",
+	    [L_CPUS] = "a number of CPUs like 0.5 or \"1.5\"",
 	};
 	uint64_t val = 0;
 	const char *why = NULL;
 	char got[120];
-	if (json_is_string(v) && ls->kind != L_COUNT) {
+	if (ls->kind == L_CPUS && (json_is_string(v) || json_is_number(v))) {
+		/* hundredths of a CPU, exact for what people write (0.5, 1.25, "2") */
+		char num[64];
+		if (json_is_string(v))
+			snprintf(num, sizeof(num), "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		else
+			snprintf(num, sizeof(num), "%.15g", json_real_value(v));
+		if (parse_cpus(num, &val, &why) < 0) {
+			describe(v, got, sizeof(got));
+			return perr(c, at, false, true, "expected %s, got %s: %s", what[L_CPUS], got,
+			            why);
+		}
+	} else if (json_is_string(v) && ls->kind != L_COUNT) {
 		const char *s = json_string_value(v);
 		int rc = ls->kind == L_SIZE ? parse_size(s, &val, &why)
 		                            : parse_duration_ms(s, &val, &why);
@@ -901,6 +955,7 @@ static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
 		            ls->kind == L_SIZE       ? "a size"
 		            : ls->kind == L_DURATION ? "a duration"
 		            : ls->kind == L_SECONDS  ? "a number of seconds"
+		            : ls->kind == L_CPUS     ? "a number of CPUs"
 		                                     : "a number",
 		            ls->range, got);
 	}
@@ -911,8 +966,9 @@ static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
 static int parse_limits(struct pctx *c, const json_t *obj, const struct jpath *at,
                         struct profile *p)
 {
-	static const char *const keys[] = {"timeout", "kill_after", "memory", "cpu",    "pids",
-	                                   "nofile",  "fsize",      "tmpfs",  "output", NULL};
+	static const char *const keys[] = {"timeout", "kill_after", "memory", "cpu",    "cpus",
+	                                   "pids",    "nofile",     "fsize",  "tmpfs",  "output",
+	                                   NULL};
 	if (!json_is_object(obj))
 		return expected(c, at, obj, "an object");
 	const char *key;
@@ -1000,9 +1056,9 @@ static int parse_env(struct pctx *c, const json_t *obj, const struct jpath *at, 
 		struct jpath kp = {at, key, 0};
 		int rc;
 		if (!strcmp(key, "allow")) {
-			rc = get_list(c, v, &kp, ITEM_GLOB, &p->env_allow, &p->n_env_allow);
+			rc = get_list(c, v, &kp, ITEM_GLOB, &p->env_allow, &p->n_env_allow, NULL);
 		} else if (!strcmp(key, "deny")) {
-			rc = get_list(c, v, &kp, ITEM_GLOB, &p->env_deny, &p->n_env_deny);
+			rc = get_list(c, v, &kp, ITEM_GLOB, &p->env_deny, &p->n_env_deny, NULL);
 		} else if (!strcmp(key, "deny_replace")) {
 			if (!json_is_boolean(v))
 				return expected(c, &kp, v, "true or false");
@@ -1136,10 +1192,43 @@ static int parse_commands(struct pctx *c, const json_t *obj, const struct jpath 
 	return 0;
 }
 
+static int parse_redact(struct pctx *c, const json_t *obj, const struct jpath *at,
+                        struct profile *p)
+{
+	static const char *const keys[] = {"strings", "mode", NULL};
+	static const char *const modes[] = {"redact", "flag", "off", NULL};
+	if (!json_is_object(obj))
+		return expected(c, at, obj, "an object");
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		struct jpath kp = {at, key, 0};
+		int rc, e;
+		if (!strcmp(key, "strings")) {
+			rc = get_list(c, v, &kp, ITEM_SECRET, &p->redact_strings, &p->n_redact,
+			              NULL);
+		} else if (!strcmp(key, "mode")) {
+			if ((rc = get_enum(c, v, &kp, modes, &e)) == 0) {
+				p->redact_mode_set = true;
+				p->redact_mode = e == 0   ? CORRAL_REDACT_ON
+				                 : e == 1 ? CORRAL_REDACT_FLAG
+				                          : CORRAL_REDACT_OFF;
+			}
+		} else {
+			rc = unknown_key(c, at, key, keys);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_root(struct pctx *c, const json_t *root, struct profile *p)
 {
-	static const char *const keys[] = {"description", "mode", "filesystem", "network",
-	                                   "limits",      "env",  "commands",   NULL};
+	static const char *const keys[] = {"description", "mode",   "filesystem",
+	                                   "network",     "limits", "env",
+	                                   "commands",    "redact", NULL};
 	static const char *const modes[] = {"required", "auto", "none", NULL};
 	static const char *const nets[] = {"none", "host", NULL};
 	if (!json_is_object(root)) {
@@ -1179,6 +1268,8 @@ static int parse_root(struct pctx *c, const json_t *root, struct profile *p)
 			rc = parse_env(c, v, &kp, p);
 		} else if (!strcmp(key, "commands")) {
 			rc = parse_commands(c, v, &kp, p);
+		} else if (!strcmp(key, "redact")) {
+			rc = parse_redact(c, v, &kp, p);
 		} else {
 			rc = unknown_key(c, NULL, key, keys);
 		}
@@ -1242,6 +1333,47 @@ static int syntax_error(struct pctx *c, const json_error_t *je)
 	return set_error_at(c, off, NULL, msg);
 }
 
+/* ---- entry positions ------------------------------------------------------------------- */
+
+/* Line and column of each entry of the array at path (pos[i].index is its array index, in
+ * increasing order): one scan for the offsets, one pass for the lines. An entry that cannot be
+ * found (it always can, in a document jansson accepted) points at the start. */
+static int set_positions(struct pctx *c, const char *path, struct profile_pos *pos, size_t n)
+{
+	if (!n)
+		return 0;
+	size_t n_elem = pos[n - 1].index + 1;
+	size_t *off = calloc(n_elem, sizeof(*off));
+	if (!off)
+		return oom(c);
+	struct scan sc = {.s = c->text,
+	                  .len = c->len,
+	                  .dup_off = SIZE_MAX,
+	                  .elems_of = path,
+	                  .elems_len = strlen(path),
+	                  .elem_off = off,
+	                  .n_elem = n_elem};
+	scan_run(&sc);
+	free(sc.path.p);
+	size_t at = 0, ln = 1, start = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t o = off[pos[i].index];
+		if (o < at) { /* not in order: count again from the start */
+			at = start = 0;
+			ln = 1;
+		}
+		for (; at < o && at < c->len; at++)
+			if (c->text[at] == '\n') {
+				ln++;
+				start = at + 1;
+			}
+		pos[i].line = ln > UINT32_MAX ? UINT32_MAX : (unsigned)ln;
+		pos[i].col = o - start + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)(o - start + 1);
+	}
+	free(off);
+	return 0;
+}
+
 /* ---- entry points ---------------------------------------------------------------------- */
 
 void profile_free(struct profile *p)
@@ -1250,10 +1382,10 @@ void profile_free(struct profile *p)
 		return;
 	free(p->name);
 	free(p->description);
-	char **lists[] = {p->fs_read,         p->fs_write,  p->fs_deny,
-	                  p->protected_paths, p->env_allow, p->env_deny};
-	size_t counts[] = {p->n_read,      p->n_write,     p->n_deny,
-	                   p->n_protected, p->n_env_allow, p->n_env_deny};
+	char **lists[] = {p->fs_read,   p->fs_write, p->fs_deny,       p->protected_paths,
+	                  p->env_allow, p->env_deny, p->redact_strings};
+	size_t counts[] = {p->n_read,      p->n_write,    p->n_deny,  p->n_protected,
+	                   p->n_env_allow, p->n_env_deny, p->n_redact};
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
 		for (size_t i = 0; lists[l] && i < counts[l]; i++)
 			free(lists[l][i]);
@@ -1274,6 +1406,10 @@ void profile_free(struct profile *p)
 		free(p->cmd_deny[i].reason);
 	}
 	free(p->cmd_deny);
+	free(p->read_pos);
+	free(p->write_pos);
+	free(p->deny_pos);
+	free(p->protected_pos);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -1307,6 +1443,14 @@ int profile_parse(const char *text, size_t len, const char *origin, struct profi
 	struct profile p = {0};
 	int rc = parse_root(&c, root, &p);
 	json_decref(root);
+	if (rc == 0)
+		rc = set_positions(&c, "filesystem.read", p.read_pos, p.n_read);
+	if (rc == 0)
+		rc = set_positions(&c, "filesystem.write", p.write_pos, p.n_write);
+	if (rc == 0)
+		rc = set_positions(&c, "filesystem.deny", p.deny_pos, p.n_deny);
+	if (rc == 0)
+		rc = set_positions(&c, "filesystem.protected", p.protected_pos, p.n_protected);
 	if (rc == 0 && !(p.name = strdup(origin)))
 		rc = oom(&c);
 	if (rc < 0) {

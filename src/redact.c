@@ -11,7 +11,10 @@
  * first, then the detector order of eval()); an interval found from an earlier anchor (a URL
  * password, an AWS secret value after its key name) names the piece it starts. Because every
  * answer depends on the input bytes only, never on where the chunks were cut, a stream yields
- * exactly what redact_buffer() yields on the concatenation, for any chunking.
+ * exactly what redact_buffer() yields on the concatenation, for any chunking. Liveness: a last
+ * byte that no bigram starts with is decided at once (a line's newline is never held), and an
+ * idle release (redact_stream_release) emits the plain bytes up to the lowest start any
+ * undecided or unseen anchor could still give, which no later input can change.
  *
  * Bounds (fixed, so a stream's memory does not grow with its input: one window of
  * redact_holdback() + LOOKBEHIND + STEP bytes, about 128 KiB, allocated when it is created):
@@ -241,13 +244,22 @@ static int have(struct ctx *c, uint64_t upto)
 	return upto <= c->v->end ? YES : more(c, upto);
 }
 
-/* Literal at pos; fold: ASCII case-insensitive (s is lowercase). */
+/* The byte at pos is one of the n bytes of set: YES, NO, or MORE when it has not come yet. */
+static int byte_in(struct ctx *c, uint64_t pos, const char *set, size_t n)
+{
+	if (pos >= c->v->end)
+		return more(c, pos + 1);
+	return memchr(set, at(c->v, pos), n) ? YES : NO;
+}
+
+/* Literal at pos; fold: ASCII case-insensitive (s is lowercase). A byte that differs decides
+ * NO at once, so the answer is asked for again as soon as the next byte comes. */
 static int lit(struct ctx *c, uint64_t pos, const char *s, size_t n, bool fold)
 {
 	const struct view *v = c->v;
 	for (size_t i = 0; i < n; i++) {
 		if (pos + i >= v->end)
-			return more(c, pos + n);
+			return more(c, pos + i + 1);
 		uint8_t b = at(v, pos + i);
 		if (fold && b >= 'A' && b <= 'Z')
 			b += 'a' - 'A';
@@ -354,13 +366,15 @@ static int m_aws_id(struct ctx *c, uint64_t q, struct match *m)
 	                              "AROA", "ANPA", "ANVA", "AIPA"};
 	if (!starts_word(c, q))
 		return NO;
-	int r = have(c, q + 4);
+	int r = NO;
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && r != YES; i++) {
+		int k = lit(c, q, ids[i], 4, false);
+		if (k != NO)
+			r = k;
+	}
 	if (r != YES)
 		return r;
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
-		if (!memcmp(c->v->p + (q - c->v->base), ids[i], 4))
-			return token(c, q, 4, C_UPPER, 16, RS_AWS_ID, RK_AWS_ACCESS_KEY, m);
-	return NO;
+	return token(c, q, 4, C_UPPER, 16, RS_AWS_ID, RK_AWS_ACCESS_KEY, m);
 }
 
 /* Blanks (at most SEP_MAX); *b gets the byte after them. */
@@ -523,10 +537,9 @@ static int m_g(struct ctx *c, uint64_t q, struct match *m)
 		return r;
 	switch (at(v, q + 1)) {
 	case 'h':
-		if ((r = have(c, q + 4)) != YES)
+		if ((r = byte_in(c, q + 2, "pousr", 5)) != YES ||
+		    (r = byte_in(c, q + 3, "_", 1)) != YES)
 			return r;
-		if (!memchr("pousr", at(v, q + 2), 5) || at(v, q + 3) != '_')
-			return NO;
 		return token(c, q, 4, C_ALNUM, 36, RS_GH, RK_GITHUB, m);
 	case 'i':
 		if ((r = lit(c, q, "github_pat_", 11, false)) != YES)
@@ -542,14 +555,12 @@ static int m_g(struct ctx *c, uint64_t q, struct match *m)
 
 static int m_xox(struct ctx *c, uint64_t q, struct match *m)
 {
-	const struct view *v = c->v;
 	int r;
 	if (!starts_word(c, q))
 		return NO;
-	if ((r = lit(c, q, "xox", 3, false)) != YES || (r = have(c, q + 5)) != YES)
+	if ((r = lit(c, q, "xox", 3, false)) != YES || (r = byte_in(c, q + 3, "abprs", 5)) != YES ||
+	    (r = byte_in(c, q + 4, "-", 1)) != YES)
 		return r;
-	if (!memchr("abprs", at(v, q + 3), 5) || at(v, q + 4) != '-')
-		return NO;
 	return token(c, q, 5, C_SLACK, 10, RS_XOX, RK_SLACK, m);
 }
 
@@ -567,13 +578,11 @@ static int m_hook(struct ctx *c, uint64_t q, struct match *m)
 static int m_sk(struct ctx *c, uint64_t q, struct match *m)
 {
 	const struct view *v = c->v;
-	int r;
+	int r = NO;
 	if (!starts_word(c, q))
 		return NO;
-	if ((r = have(c, q + 3)) != YES)
-		return r;
-	if (at(v, q + 1) != 'k')
-		return NO;
+	if (at(v, q + 1) != 'k' || (r = byte_in(c, q + 2, "-_", 2)) != YES)
+		return r == MORE ? MORE : NO;
 	if (at(v, q) == 's' && at(v, q + 2) == '-') {
 		if ((r = lit(c, q + 3, "ant-", 4, false)) == MORE)
 			return MORE;
@@ -583,11 +592,9 @@ static int m_sk(struct ctx *c, uint64_t q, struct match *m)
 	}
 	if (at(v, q + 2) != '_')
 		return NO;
-	if ((r = have(c, q + 8)) != YES)
-		return r;
-	if (memcmp(v->p + (q + 3 - v->base), "live_", 5) &&
-	    memcmp(v->p + (q + 3 - v->base), "test_", 5))
-		return NO;
+	int live = lit(c, q + 3, "live_", 5, false), test = lit(c, q + 3, "test_", 5, false);
+	if (live != YES && test != YES)
+		return live == MORE || test == MORE ? MORE : NO;
 	return token(c, q, 8, C_ALNUM, 16, RS_STRIPE, RK_STRIPE, m);
 }
 
@@ -866,6 +873,31 @@ static void advance_opens(struct ctx *c)
 	}
 }
 
+/* Some bigram (so some detector or exact string) can start with byte b. */
+static bool can_lead(const struct redactor *r, uint8_t b)
+{
+	const uint64_t *row = r->bigram + (size_t)b * 4; /* the 256 bigrams (b, x) */
+	return (row[0] | row[1] | row[2] | row[3]) != 0;
+}
+
+/* The first position that a match anchored at q could redact: q, except for the detectors
+ * whose interval starts after their anchor (the bigrams of redactor_new()): a URL password
+ * comes after "://" and a ':' at the least, an AWS secret value after "aws_secret" and a
+ * separator. With only q's first byte known (q is the last byte), its bigram is any of those
+ * starting with it. */
+static uint64_t lowest_start(const struct redactor *r, const struct view *v, uint64_t q)
+{
+	uint8_t b = at(v, q);
+	int nb = q + 1 < v->end ? at(v, q + 1) : -1;
+	if (r->count[b])
+		return q; /* an exact string */
+	if (b == ':')
+		return q + 4; /* "://" then the user (may be empty), ':', the password */
+	if ((b == 'a' || b == 'A') && (nb == 'w' || nb == 'W' || (nb < 0 && b == 'a')))
+		return q + 11; /* "aws_secret" then at least '=' or ':' */
+	return q;
+}
+
 /* First position in [from, stop) whose bigram can start a match, or UINT64_MAX. */
 static uint64_t find_anchor(const struct redactor *r, const struct view *v, uint64_t from,
                             uint64_t stop)
@@ -918,8 +950,11 @@ static void process(struct scan *s, const struct view *v)
 		}
 		if (s->comp_on && !s->nopen && s->scan >= s->comp.e)
 			close_comp(s);
-		/* an anchor needs the byte after it, so the last byte waits for the next feed */
-		uint64_t stop = v->eof || v->end == 0 ? v->end : v->end - 1;
+		/* an anchor needs the byte after it, so the last byte waits for the next feed,
+		 * unless no detector can start with it (a newline, a blank, most punctuation) */
+		uint64_t stop = v->eof || v->end == 0 || !can_lead(s->r, at(v, v->end - 1))
+		                    ? v->end
+		                    : v->end - 1;
 		bool event = false;
 		if (s->npend && s->pend[0].s < stop) {
 			stop = s->pend[0].s;
@@ -1210,6 +1245,52 @@ void redact_stream_finish(struct redact_stream *s)
 	s->done = true;
 	if (s->sc.r->mode != REDACT_OFF)
 		stream_run(s, true);
+}
+
+/* Idle: decide all that the input allows (a feed skips that until the input reaches what the
+ * last answer waited for; a byte that refutes a literal can come sooner), then emit the plain
+ * bytes before the first position that a secret could still cover: the earliest of a pending
+ * interval, and the lowest start of every anchor from the scan position on (the first one
+ * undecided, the ones not yet looked at, the last byte when a detector can start with it).
+ * Nothing while a redacted interval is being built. Every byte emitted here is plain in any
+ * continuation of the stream, so the output is the same as without the release. */
+void redact_stream_release(struct redact_stream *s)
+{
+	struct scan *sc = &s->sc;
+	if (s->done || sc->r->mode != REDACT_REDACT || !s->len)
+		return;
+	sc->pat_memo = false; /* look at the exact strings again, with the bytes that came */
+	stream_run(s, false);
+	if (sc->comp_on)
+		return;
+	struct view v = {s->win, s->base, s->base + s->len, false};
+	uint64_t safe = v.end;
+	if (sc->npend && sc->pend[0].s < safe)
+		safe = sc->pend[0].s;
+	for (uint64_t q = sc->scan; q < safe;) {
+		uint64_t a = find_anchor(sc->r, &v, q, safe);
+		if (a == UINT64_MAX)
+			break;
+		uint64_t lo = lowest_start(sc->r, &v, a);
+		if (lo < safe)
+			safe = lo;
+		q = a + 1;
+	}
+	uint64_t last = v.end - 1;
+	if (last >= sc->scan && last < safe && can_lead(sc->r, at(&v, last))) {
+		uint64_t lo = lowest_start(sc->r, &v, last);
+		if (lo < safe)
+			safe = lo;
+	}
+	emit_plain(sc, &v, safe);
+}
+
+size_t redact_stream_held(const struct redact_stream *s)
+{
+	if (s->done || s->sc.r->mode != REDACT_REDACT)
+		return 0;
+	uint64_t end = s->base + s->len;
+	return end > s->sc.out ? (size_t)(end - s->sc.out) : 0;
 }
 
 const struct redact_stats *redact_stream_stats(const struct redact_stream *s)

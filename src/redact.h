@@ -1,6 +1,7 @@
 /* Secret redaction over output streams. Pure code (no I/O), streaming-safe: a secret split
  * across chunks is still caught because the stream holds back the last bytes that could be
- * the start of a secret until the next chunk (or the end) decides. Internal. */
+ * part of a secret until the next chunk (or the end) decides; when the input pauses, the
+ * caller's redact_stream_release() lets out what no later chunk can change. Internal. */
 #ifndef CORRAL_REDACT_H
 #define CORRAL_REDACT_H
 
@@ -54,6 +55,15 @@ struct redact_stream *redact_stream_new(const struct redactor *r, redact_emit_fn
 void redact_stream_feed(struct redact_stream *s, const char *buf, size_t len);
 /* End of stream: release what is held back. */
 void redact_stream_finish(struct redact_stream *s);
+/* The input has gone quiet (the caller's timer, e.g. 100 ms without output): emit what no
+ * later input can turn into part of a secret. Held back stays only what still could be: a
+ * run that could grow into a token, a literal prefix ("ghp_", "-----BEGIN ", "sk"), a PEM
+ * block waiting for its END, a URL's user:password part, an exact string's prefix. The
+ * stream's output is the same, byte for byte, with releases at any points or none; only
+ * its timing changes. */
+void redact_stream_release(struct redact_stream *s);
+/* Input bytes not emitted yet (in REDACT mode; 0 otherwise): worth a release when idle. */
+size_t redact_stream_held(const struct redact_stream *s);
 const struct redact_stats *redact_stream_stats(const struct redact_stream *s);
 void redact_stream_free(struct redact_stream *s);
 size_t redact_holdback(const struct redactor *r);

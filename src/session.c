@@ -50,6 +50,8 @@
 #define JOB_DRAIN_MS 500
 #define MAX_RUNS 4096
 #define RESYNC_DELAY_MS 50
+/* After this long without output, redaction releases what no later output can make part of a
+ * secret (redact_stream_release): into a job's ring, or to a session's live callback. */
 #define JOB_FLUSH_MS 100
 
 static uint64_t now_ms(void)
@@ -214,6 +216,7 @@ struct corral_session {
 	uint64_t t_cmd, dl_cmd, dl_escalate, dl_wedged, dl_startup, dl_cpu;
 	uint64_t cmd_timeout; /* this command's timeout, for its denial report */
 	uint64_t dl_resync;   /* after the interrupt: when to ask for the status again */
+	uint64_t dl_release;  /* the command's output paused with bytes held: release them */
 	uint64_t oom0, cpu_user0, cpu_sys0; /* at the command's start */
 	pid_t shell_pid;                    /* host pid of the shell, once known */
 	int status;
@@ -260,8 +263,8 @@ static struct redactor *redactor_for(const corral_config *cfg)
 static uint64_t sess_next_deadline(const corral_session *s)
 {
 	uint64_t next = 0;
-	uint64_t dls[] = {s->dl_cmd,     s->dl_escalate, s->dl_wedged,
-	                  s->dl_startup, s->dl_cpu,      s->dl_resync};
+	uint64_t dls[] = {s->dl_cmd, s->dl_escalate, s->dl_wedged, s->dl_startup,
+	                  s->dl_cpu, s->dl_resync,   s->dl_release};
 	for (size_t i = 0; i < ARRAY_SIZE(dls); i++)
 		if (dls[i] && (!next || dls[i] < next))
 			next = dls[i];
@@ -325,10 +328,18 @@ static void sess_on_output(void *ud, int stream, const char *buf, size_t n)
 		s->cur->stdout_bytes += n;
 	else
 		s->cur->stderr_bytes += n;
-	if (s->rs[stream - 1])
-		redact_stream_feed(s->rs[stream - 1], buf, n);
-	else
+	struct redact_stream *rs = s->rs[stream - 1];
+	if (!rs) {
 		sess_emit(&s->sink[stream - 1], buf, n);
+		return;
+	}
+	redact_stream_feed(rs, buf, n);
+	/* a live callback gets what is safe once the output pauses (the capture gets the same
+	 * bytes either way) */
+	if (s->cfg->out_cb && redact_stream_held(rs)) {
+		s->dl_release = now_ms() + JOB_FLUSH_MS;
+		sess_arm_timer(s);
+	}
 }
 
 static int ep_add(int epfd, int fd, uint32_t ev, uint32_t tag)
@@ -757,7 +768,7 @@ static void sess_finish_cmd(corral_session *s)
 	s->cfg->timeout_ms = s->cmd_timeout;
 	violations_collect(s->cfg, res);
 	s->cfg->timeout_ms = keep;
-	s->dl_cmd = s->dl_escalate = s->dl_wedged = s->dl_resync = 0;
+	s->dl_cmd = s->dl_escalate = s->dl_wedged = s->dl_resync = s->dl_release = 0;
 	s->last_end = now_ms();
 	s->cmd = C_DONE;
 	sess_arm_timer(s);
@@ -967,6 +978,12 @@ static void sess_timers(corral_session *s)
 	if (s->cmd == C_RUNNING && s->dl_resync && t >= s->dl_resync) {
 		s->dl_resync = 0;
 		sess_resync(s);
+	}
+	if (s->dl_release && t >= s->dl_release) {
+		s->dl_release = 0;
+		for (int i = 0; i < 2; i++)
+			if (s->rs[i])
+				redact_stream_release(s->rs[i]);
 	}
 	if (s->cmd == C_RUNNING && s->dl_escalate && t >= s->dl_escalate) {
 		s->dl_escalate = 0;
@@ -1391,7 +1408,8 @@ struct corral_job {
 	int out_fd, err_fd;
 	struct redactor *red; /* its own: a session job outlives its session's */
 	struct redact_stream *rs[2];
-	bool held[2]; /* bytes fed since the stream was last flushed */
+	struct redact_stats red_st; /* of the streams finished so far */
+	bool held[2];               /* bytes held back since the stream was last released */
 	uint64_t last_feed[2], dl_flush;
 	struct job_sink {
 		struct corral_job *j;
@@ -1402,6 +1420,8 @@ struct corral_job {
 	enum corral_limit_hit limit;
 	uint64_t t_start, t_end, dl_kill, dl_drain;
 	uint64_t total;
+	struct corral_result *res; /* a job of its own: its sandbox's result once ended, kept
+	                              for the audit record (corral_job_sandbox_result, below) */
 };
 
 static const struct corral_job *job_next_in_session(const struct corral_job *j)
@@ -1436,8 +1456,10 @@ static void job_arm(corral_job *j);
 
 /* Output of a job, both kinds: redacted, then into the ring. Redaction holds back the last
  * bytes that could start a secret until more output decides; after JOB_FLUSH_MS without
- * output the held bytes are released (a fresh redaction stream goes on), so a reader
- * polling a quiet server sees its last line whole. */
+ * output the stream releases what no later output can make part of a secret, so a reader
+ * polling a quiet server sees its last line whole, while a token cut by a pause stays held
+ * until its end comes (one stream for the job's life: a secret split across writes far
+ * apart is still caught). */
 static void job_feed(corral_job *j, int stream, const char *buf, size_t n)
 {
 	j->total += n;
@@ -1447,35 +1469,45 @@ static void job_feed(corral_job *j, int stream, const char *buf, size_t n)
 		return;
 	}
 	redact_stream_feed(rs, buf, n);
-	j->held[stream - 1] = true;
+	j->held[stream - 1] = redact_stream_held(rs) > 0;
 	j->last_feed[stream - 1] = now_ms();
-	if (!j->dl_flush) {
+	if (j->held[stream - 1] && !j->dl_flush) {
 		j->dl_flush = j->last_feed[stream - 1] + JOB_FLUSH_MS;
 		job_arm(j);
 	}
 }
 
-static void job_flush(corral_job *j, bool force)
+static void job_flush(corral_job *j)
 {
 	uint64_t t = now_ms(), next = 0;
 	for (int i = 0; i < 2; i++) {
 		if (!j->rs[i] || !j->held[i])
 			continue;
-		if (!force && t < j->last_feed[i] + JOB_FLUSH_MS) {
+		if (t < j->last_feed[i] + JOB_FLUSH_MS) {
 			uint64_t due = j->last_feed[i] + JOB_FLUSH_MS;
 			if (!next || due < next)
 				next = due;
 			continue;
 		}
-		struct redact_stream *fresh = redact_stream_new(j->red, job_ring_emit, &j->sink[i]);
-		if (!fresh)
-			continue; /* keep the old one: its bytes come out later */
-		redact_stream_finish(j->rs[i]);
-		redact_stream_free(j->rs[i]);
-		j->rs[i] = fresh;
-		j->held[i] = false;
+		redact_stream_release(j->rs[i]);
+		j->held[i] = false; /* what is still held waits for more output or the end */
 	}
 	j->dl_flush = next;
+}
+
+/* The end of a job's stream: what redaction held back goes out, its counts are kept. */
+static void job_end_redaction(corral_job *j, int i)
+{
+	if (!j->rs[i])
+		return;
+	redact_stream_finish(j->rs[i]);
+	const struct redact_stats *st = redact_stream_stats(j->rs[i]);
+	j->red_st.total += st->total;
+	for (unsigned k = 0; k < RK__COUNT; k++)
+		j->red_st.by_kind[k] += st->by_kind[k];
+	redact_stream_free(j->rs[i]);
+	j->rs[i] = NULL;
+	j->held[i] = false;
 }
 
 /* A job of its own: the proc's output callback (raw: the job redacts). */
@@ -1772,11 +1804,7 @@ static void job_close_stream(corral_job *j, int stream)
 		close(*fd);
 		*fd = -1;
 	}
-	if (j->rs[stream - 1]) {
-		redact_stream_finish(j->rs[stream - 1]);
-		redact_stream_free(j->rs[stream - 1]);
-		j->rs[stream - 1] = NULL;
-	}
+	job_end_redaction(j, stream - 1);
 }
 
 static void job_read(corral_job *j, int stream)
@@ -1817,14 +1845,11 @@ static void job_proc_done(corral_job *j)
 			int n = snprintf(msg, sizeof(msg), "corral: %s\n", res->error.message);
 			oring_append(&j->ring, 2, msg, (size_t)n);
 		}
-		corral_result_free(res);
+		corral_result_free(j->res);
+		j->res = res; /* for the audit record */
 	}
 	for (int i = 0; i < 2; i++)
-		if (j->rs[i]) {
-			redact_stream_finish(j->rs[i]);
-			redact_stream_free(j->rs[i]);
-			j->rs[i] = NULL;
-		}
+		job_end_redaction(j, i);
 	j->dl_flush = 0;
 	j->running = false;
 	j->ended = true;
@@ -1903,7 +1928,7 @@ int corral_job_step(corral_job *j, int timeout_ms, struct corral_error *err)
 			job_close_stream(j, 2);
 		}
 		if (j->dl_flush && t >= j->dl_flush)
-			job_flush(j, false);
+			job_flush(j);
 		job_arm(j);
 		if (job_complete(j))
 			return 1;
@@ -2006,6 +2031,20 @@ int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes, struct corr
 	o->signal = j->sig;
 	o->limit = j->limit;
 	o->duration_ms = (j->ended ? j->t_end : now_ms()) - j->t_start;
+	enum redact_mode rm = j->red ? redactor_mode(j->red) : REDACT_OFF;
+	o->redaction_mode = rm == REDACT_REDACT ? "redact" : rm == REDACT_FLAG ? "flag" : "off";
+	struct redact_stats st = j->red_st;
+	for (int i = 0; i < 2; i++) {
+		if (!j->rs[i])
+			continue;
+		const struct redact_stats *ls = redact_stream_stats(j->rs[i]);
+		st.total += ls->total;
+		for (unsigned k = 0; k < RK__COUNT; k++)
+			st.by_kind[k] += ls->by_kind[k];
+	}
+	o->redactions = st.total;
+	for (unsigned k = 0; k < RK__COUNT && k < 16; k++)
+		o->redactions_by_kind[k] = st.by_kind[k];
 	return 0;
 }
 
@@ -2058,6 +2097,22 @@ void corral_job_free(corral_job *j)
 		redact_stream_free(j->rs[i]);
 	redactor_free(j->red);
 	oring_free(&j->ring);
+	corral_result_free(j->res);
 	free(j->command);
 	free(j);
 }
+
+/* ==== audit accessors (the audit store's job and session records, src/mcp/server.c) ====== */
+
+const struct corral_result *corral_job_sandbox_result(const corral_job *j)
+{
+	return j->res;
+}
+
+int corral_session_copy_isolation(const corral_session *s, struct corral_result *into)
+{
+	size_t before = into->n_layers;
+	sess_copy_layers((corral_session *)s, into);
+	return into->n_layers > before || into->mode ? 0 : -1;
+}
+/* ==== end of the audit accessors ========================================================= */

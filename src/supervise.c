@@ -23,6 +23,9 @@
 /* After SIGKILL of a non-pid-namespace sandbox, how long the init gets to sweep. */
 #define SWEEP_MS 1000
 #define READ_CHUNK 65536
+/* After this long without new output, redaction releases what no later output can make part
+ * of a secret (redact_stream_release), so a live consumer sees a quiet command's last line. */
+#define IDLE_RELEASE_MS 100
 
 enum { TAG_PIDFD = 1, TAG_OUT, TAG_ERR, TAG_IN, TAG_REPORT, TAG_TIMER };
 
@@ -35,6 +38,7 @@ struct corral_proc {
 	size_t in_off;
 	uint64_t t_start;
 	uint64_t dl_timeout, dl_kill, dl_drain, dl_sweep; /* absolute ms; 0 = unset */
+	uint64_t dl_idle; /* a redaction release is due (output held back, then quiet) */
 	bool reaped, got_exit, got_fail, killed, cancelled, finished, result_taken;
 	pid_t cmd_pid;
 	struct report exit_rep, fail_rep;
@@ -77,7 +81,7 @@ static int ep_add(corral_proc *p, int fd, uint32_t events, int tag)
 static void arm_timer(corral_proc *p)
 {
 	uint64_t next = 0;
-	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep};
+	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep, p->dl_idle};
 	for (size_t i = 0; i < ARRAY_SIZE(dls); i++)
 		if (dls[i] && (!next || dls[i] < next))
 			next = dls[i];
@@ -145,10 +149,16 @@ static void emit(void *ud, const char *buf, size_t n)
 
 static void feed(corral_proc *p, int stream, const char *buf, size_t n)
 {
-	if (p->rs[stream - 1])
-		redact_stream_feed(p->rs[stream - 1], buf, n);
-	else
+	struct redact_stream *rs = p->rs[stream - 1];
+	if (!rs) {
 		emit(&p->sink[stream - 1], buf, n);
+		return;
+	}
+	redact_stream_feed(rs, buf, n);
+	/* A live consumer gets what is safe once the output pauses (the capture gets the same
+	 * bytes either way, so without a callback there is nothing to wait for). */
+	if (p->cfg->out_cb && redact_stream_held(rs))
+		p->dl_idle = now_ms() + IDLE_RELEASE_MS;
 }
 
 /* End of a stream: release what redaction held back (once). */
@@ -288,6 +298,15 @@ static void reap(corral_proc *p)
 	p->init_ru = ru;
 	p->init_status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status;
 	read_reports(p);
+	/* Without a pid namespace an init that died without its EXIT report (the command killed
+	 * it, in mode none) swept nothing: kill what the supervisor can still name, the cgroup
+	 * and the command's process group (DESIGN §17). */
+	if (!p->lo.pidns && !p->got_exit) {
+		if (p->lo.cg)
+			cgroup_kill_all(p->lo.cg);
+		if (p->cmd_pid > 0)
+			kill(-p->cmd_pid, SIGKILL);
+	}
 	p->dl_timeout = p->dl_kill = p->dl_sweep = 0;
 	p->dl_drain = now_ms() + DRAIN_MS;
 	ep_del(p, &p->lo.pidfd);
@@ -313,6 +332,12 @@ static void on_timer(corral_proc *p)
 		/* the init did not finish its sweep: kill it too */
 		p->dl_sweep = 0;
 		send_init(p, SIGKILL);
+	}
+	if (p->dl_idle && t >= p->dl_idle) {
+		p->dl_idle = 0;
+		for (int s = 0; s < 2; s++)
+			if (p->rs[s])
+				redact_stream_release(p->rs[s]);
 	}
 	if (p->dl_drain && t >= p->dl_drain) {
 		p->dl_drain = 0;
@@ -416,8 +441,15 @@ static void classify(corral_proc *p)
 		res->limit = CORRAL_HIT_CPU;
 	else if (p->lo.cg && cgroup_oom_killed(p->lo.cg))
 		res->limit = CORRAL_HIT_MEMORY;
-	else if (p->lo.cg && cgroup_pids_hit(p->lo.cg) && !(res->exited && res->exit_code == 0))
-		res->limit = CORRAL_HIT_PIDS;
+	else if (p->lo.cg && !(res->exited && res->exit_code == 0)) {
+		/* pids: "the limit that fired" only when the run's own cgroup reached its max; a
+		 * fork refused by a parent's budget (the server's, the host's) is not ours */
+		int pids = cgroup_pids_hit(p->lo.cg);
+		if (pids == 1)
+			res->limit = CORRAL_HIT_PIDS;
+		else if (pids)
+			violations_pids_elsewhere(p->cfg, res, pids == 2);
+	}
 	if (p->lo.cg) {
 		uint64_t peak = cgroup_peak_kb(p->lo.cg);
 		if (peak > res->max_rss_kb)
@@ -658,7 +690,7 @@ pid_t corral_proc_pid(const corral_proc *p)
 int corral_proc_next_timeout_ms(const corral_proc *p)
 {
 	uint64_t next = 0;
-	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep};
+	uint64_t dls[] = {p->dl_timeout, p->dl_kill, p->dl_drain, p->dl_sweep, p->dl_idle};
 	for (size_t i = 0; i < ARRAY_SIZE(dls); i++)
 		if (dls[i] && (!next || dls[i] < next))
 			next = dls[i];

@@ -9,6 +9,14 @@ and other responses are kept in order.
     s.initialize()
     r = s.call("run_command", {"command": "echo hi"})
     s.close()
+
+Every test that uses it also checks two protocol claims, without asking:
+- only JSON-RPC messages reach stdout: each line the server writes must be one JSON-RPC 2.0
+  object (a response with an id and exactly one of result and error, or a notification);
+  close() raises if any line was not (check_protocol() asks earlier);
+- structuredContent matches the tool's outputSchema: once the test has asked tools/list,
+  each tools/call result is validated against that tool's outputSchema with jsonschema
+  (when the module is installed), and a mismatch raises where the result is read.
 """
 import json
 import os
@@ -21,6 +29,40 @@ import time
 
 class Timeout(Exception):
     pass
+
+
+def protocol_problem(line):
+    """Why a line the server wrote is not one JSON-RPC 2.0 message, or None."""
+    if not line.endswith(b"\n"):
+        return "not a whole line (no newline)"
+    try:
+        msg = json.loads(line)
+    except ValueError as e:
+        return "not JSON (%s)" % e
+    if not isinstance(msg, dict):
+        return "not a JSON object"
+    if msg.get("jsonrpc") != "2.0":
+        return "jsonrpc is not \"2.0\""
+    if "method" in msg:
+        if not isinstance(msg["method"], str):
+            return "method is not a string"
+        return None
+    if "id" not in msg:
+        return "neither a request, a notification nor a response"
+    if ("result" in msg) == ("error" in msg):
+        return "a response needs exactly one of result and error"
+    if "error" in msg:
+        e = msg["error"]
+        if not (isinstance(e, dict) and isinstance(e.get("code"), int)
+                and isinstance(e.get("message"), str)):
+            return "error is not {code: integer, message: string}"
+    return None
+
+
+try:
+    from jsonschema import Draft7Validator as _Validator
+except ImportError:     # the schema check is skipped without the module
+    _Validator = None
 
 
 class Server:
@@ -39,6 +81,9 @@ class Server:
         self.pending = []          # messages read but not yet claimed
         self.notifications = []    # notifications, with their arrival time
         self.next_id = 1
+        self.sent = {}             # id -> (method, params) of our requests
+        self.output_validators = {}   # tool name -> validator of its outputSchema
+        self.bad_lines = []        # lines that are not JSON-RPC messages, with why
         self.eof = False
         self.stderr_text = b""
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -55,6 +100,9 @@ class Server:
                 self.q.put(None)
                 return
             self.raw_lines.append(line)
+            why = protocol_problem(line)
+            if why:
+                self.bad_lines.append((why, line[:300]))
             t = time.monotonic()
             try:
                 msg = json.loads(line)
@@ -83,6 +131,7 @@ class Server:
         msg = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:
             msg["params"] = params
+        self.sent[json.dumps(id)] = (method, params)
         self.send(msg)
         return id
 
@@ -108,8 +157,32 @@ class Server:
         if "method" in msg and "id" not in msg:
             self.notifications.append((t, msg))
         else:
+            self._check_response(msg)
             self.pending.append(msg)
         return msg
+
+    def _check_response(self, msg):
+        """Remember tools/list's outputSchemas; validate tools/call results against them."""
+        if "id" not in msg or not isinstance(msg.get("result"), dict):
+            return
+        try:
+            method, params = self.sent.get(json.dumps(msg["id"]), (None, None))
+        except TypeError:
+            return
+        r = msg["result"]
+        if method == "tools/list" and _Validator is not None:
+            for t in r.get("tools", []):
+                if "outputSchema" in t:
+                    _Validator.check_schema(t["outputSchema"])
+                    self.output_validators[t["name"]] = _Validator(t["outputSchema"])
+        elif method == "tools/call" and isinstance(params, dict) and "structuredContent" in r:
+            v = self.output_validators.get(params.get("name"))
+            if v is not None:
+                errs = sorted(v.iter_errors(r["structuredContent"]), key=str)
+                if errs:
+                    raise AssertionError(
+                        "%s: structuredContent does not match its outputSchema: %s at %s"
+                        % (params.get("name"), errs[0].message, list(errs[0].absolute_path)))
 
     def recv(self, timeout=10):
         """The next response (not notification) in arrival order."""
@@ -174,14 +247,25 @@ class Server:
     def wait(self, timeout=10):
         return self.proc.wait(timeout=timeout)
 
+    def check_protocol(self):
+        """Raise if the server wrote anything but JSON-RPC messages to stdout so far."""
+        if self.bad_lines:
+            why, line = self.bad_lines[0]
+            raise AssertionError("%d line(s) on the server's stdout are not JSON-RPC "
+                                 "messages; the first: %s: %r"
+                                 % (len(self.bad_lines), why, line))
+
     def close(self, timeout=10):
         self.close_stdin()
         try:
-            return self.proc.wait(timeout=timeout)
+            rc = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
             raise
+        self.reader.join(5)     # every line the server wrote has been read
+        self.check_protocol()
+        return rc
 
     def rss_kb(self):
         with open("/proc/%d/status" % self.proc.pid) as f:

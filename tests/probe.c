@@ -18,6 +18,7 @@
 #include <linux/io_uring.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -191,6 +192,20 @@ static int do_process_vm_readv(char **a)
 	return check(process_vm_readv(pid, &local, 1, &remote, 1, 0), 0);
 }
 
+/* Write 8 bytes into PID's copy of a static buffer (by default our own: harmless, since it
+ * is this process's memory and nobody reads it). */
+static int do_process_vm_writev(char **a)
+{
+	static char remote_buf[8];
+	char local_buf[8] = "corral!";
+	struct iovec local = {local_buf, sizeof(local_buf)};
+	struct iovec remote = {remote_buf, sizeof(remote_buf)};
+	pid_t pid = a[0] ? (pid_t)num(a[0], 10) : getpid();
+	if (usage_error)
+		return 2;
+	return check(process_vm_writev(pid, &local, 1, &remote, 1, 0), 0);
+}
+
 static int do_mount_tmpfs(char **a)
 {
 	return check(mount("none", a[0], "tmpfs", 0, NULL), 0);
@@ -249,15 +264,21 @@ static int do_clone3(char **a)
 	return reap(syscall(SYS_clone3, &args, sizeof(args)));
 }
 
+static int inet_call(const char *host, const char *port, int do_bind);
+
+/* Join pid 1's network namespace; with HOST PORT, then connect there (from inside a sandbox:
+ * a connection a host canary listener would count, were the join to work). */
 static int do_setns_net(char **a)
 {
-	(void)a;
 	int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(errno);
-	int rc = check(setns(fd, CLONE_NEWNET), 0);
+	int rc = setns(fd, CLONE_NEWNET);
+	int e = errno;
 	close(fd);
-	return rc;
+	if (rc < 0)
+		return fail(e);
+	return a[0] && a[1] ? inet_call(a[0], a[1], 0) : ok();
 }
 
 static int do_kexec_load(char **a)
@@ -324,6 +345,31 @@ static int do_io_uring_setup(char **a)
 	return check(syscall(SYS_io_uring_setup, 1U, &p), 1);
 }
 
+/* io_uring_enter and io_uring_register on descriptor -1: the filter answers EPERM by system
+ * call number whatever the arguments; unfiltered, the kernel rejects them (EBADF: no such
+ * ring; io_uring_register may check its opcode's arguments first: EINVAL). The
+ * sandbox can never have a ring to pass, since io_uring_setup is denied too. */
+static int do_io_uring_enter(char **a)
+{
+	(void)a;
+	return check(syscall(SYS_io_uring_enter, -1, 1U, 0U, 0U, NULL, 0UL), 0);
+}
+
+static int do_io_uring_register(char **a)
+{
+	(void)a;
+	return check(syscall(SYS_io_uring_register, -1, 0U /* IORING_REGISTER_BUFFERS */, NULL, 0U),
+	             0);
+}
+
+static int do_request_key(char **a)
+{
+	(void)a;
+	/* No callout (NULL): the kernel only searches the caller's keyrings, and a key of this
+	 * name is never there, so an unfiltered call fails with ENOKEY and starts no helper. */
+	return check(syscall(SYS_request_key, "user", "corral-probe-missing", NULL, 0), 0);
+}
+
 static int do_open_by_handle_at(char **a)
 {
 	(void)a;
@@ -353,6 +399,8 @@ static unsigned long tty_cmd(const char *name)
 		return TIOCSTI;
 	if (!strcmp(name, "tiocsti-highbits"))
 		return TIOCSTI | 0x100000000UL; /* the kernel sees only the low 32 bits */
+	if (!strcmp(name, "tioclinux-highbits"))
+		return TIOCLINUX | 0xffffffff00000000UL;
 	return TIOCLINUX;
 }
 
@@ -361,7 +409,7 @@ static unsigned long tty_cmd(const char *name)
 static int do_tty_ioctl(const char *name, char **a)
 {
 	int fd = a[0] ? (int)num(a[0], 10) : 0;
-	char arg = strcmp(name, "tioclinux") ? '#' : 7; /* 7: TIOCL_GETMOUSEREPORTING */
+	char arg = strncmp(name, "tioclinux", 9) ? '#' : 7; /* 7: TIOCL_GETMOUSEREPORTING */
 	if (usage_error)
 		return 2;
 	return check(syscall(SYS_ioctl, fd, tty_cmd(name), &arg), 0);
@@ -380,6 +428,11 @@ static int do_tiocsti_highbits(char **a)
 static int do_tioclinux(char **a)
 {
 	return do_tty_ioctl("tioclinux", a);
+}
+
+static int do_tioclinux_highbits(char **a)
+{
+	return do_tty_ioctl("tioclinux-highbits", a);
 }
 
 static int do_socket(char **a)
@@ -817,6 +870,199 @@ static int do_crash(char **a)
 	return 0;
 }
 
+/* ---- host-side helpers of the escape battery (tests/escape/escape.sh) -------------------- */
+
+/* These run on the host, around a case, never inside a sandbox. */
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* DIR/NAME = TEXT, made whole by a rename so that a reader never sees half of it. */
+static int put_file(const char *dir, const char *name, const char *text)
+{
+	char tmp[4096], path[4096];
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(text);
+	int rc = write(fd, text, n) == (ssize_t)n ? 0 : -1;
+	close(fd);
+	return rc == 0 ? rename(tmp, path) : -1;
+}
+
+static long drain_accepts(int fd)
+{
+	long n = 0;
+	int c;
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		close(c);
+		n++;
+	}
+	return n;
+}
+
+/* The canary listeners: a TCP socket on 127.0.0.1 (a free port) and an abstract unix socket
+ * (a unique name), both counting the connections they accept. Writes DIR/addr ("PORT NAME")
+ * once both listen; on SIGTERM accepts what is still queued, writes DIR/counts ("tcp=N
+ * abstract=N") and exits. Dies with its parent (the test's shell). */
+static int do_canary_listen(char **a)
+{
+	const char *dir = a[0];
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigset_t term, none;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigemptyset(&none);
+	sigprocmask(SIG_BLOCK, &term, NULL);
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigaction(SIGTERM, &sa, NULL);
+
+	int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t inlen = sizeof(in);
+	if (tcp < 0 || bind(tcp, (struct sockaddr *)&in, sizeof(in)) < 0 || listen(tcp, 128) < 0 ||
+	    getsockname(tcp, (struct sockaddr *)&in, &inlen) < 0)
+		return fail(errno);
+
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	char name[64];
+	snprintf(name, sizeof(name), "corral-ev-%d-%lx", (int)getpid(),
+	         (unsigned long)(now.tv_nsec ^ now.tv_sec));
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	memcpy(sun.sun_path + 1, name, strlen(name));
+	socklen_t sunlen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+	int abs = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (abs < 0 || bind(abs, (struct sockaddr *)&sun, sunlen) < 0 || listen(abs, 128) < 0)
+		return fail(errno);
+
+	char addr[128];
+	snprintf(addr, sizeof(addr), "%u %s\n", (unsigned)ntohs(in.sin_port), name);
+	if (put_file(dir, "addr", addr) < 0)
+		return fail(errno);
+	long n_tcp = 0, n_abs = 0;
+	while (!stop_requested) {
+		struct pollfd p[2] = {{.fd = tcp, .events = POLLIN}, {.fd = abs, .events = POLLIN}};
+		/* SIGTERM is let in only while waiting, so a stop is never missed */
+		if (ppoll(p, 2, NULL, &none) < 0 && errno != EINTR)
+			break;
+		n_tcp += drain_accepts(tcp);
+		n_abs += drain_accepts(abs);
+	}
+	n_tcp += drain_accepts(tcp);
+	n_abs += drain_accepts(abs);
+	char counts[128];
+	snprintf(counts, sizeof(counts), "tcp=%ld abstract=%ld\n", n_tcp, n_abs);
+	return put_file(dir, "counts", counts) < 0 ? fail(errno) : 0;
+}
+
+/* The live descendants of PID (zombies left out), one "PID COMMAND-LINE" a line, leaving out
+ * this process and its own ancestors (the shell that runs it). */
+static int do_descendants(char **a)
+{
+	pid_t root = (pid_t)num(a[0], 10);
+	if (usage_error)
+		return 2;
+	size_t cap = 1024, n = 0;
+	struct proc {
+		pid_t pid, ppid;
+		char state;
+		char mark; /* 1 descendant, 2 self or an ancestor of self */
+	} *ps = malloc(cap * sizeof(*ps));
+	DIR *d = opendir("/proc");
+	if (!ps || !d)
+		return fail(errno);
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t r = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = 0;
+		char *rp = strrchr(buf, ')'); /* the command name may hold anything but ") " last */
+		char st;
+		int ppid;
+		if (!rp || sscanf(rp + 1, " %c %d", &st, &ppid) != 2)
+			continue;
+		if (n == cap) {
+			struct proc *np = realloc(ps, 2 * cap * sizeof(*ps));
+			if (!np)
+				return fail(ENOMEM);
+			ps = np;
+			cap *= 2;
+		}
+		ps[n++] = (struct proc){atoi(de->d_name), ppid, st, 0};
+	}
+	closedir(d);
+	/* self and its ancestors up to root */
+	for (pid_t p = getpid(); p > 1 && p != root;) {
+		pid_t next = 0;
+		for (size_t i = 0; i < n; i++)
+			if (ps[i].pid == p) {
+				ps[i].mark = 2;
+				next = ps[i].ppid;
+			}
+		p = next;
+	}
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (ps[i].mark)
+				continue;
+			int parent_is_desc = ps[i].ppid == root;
+			for (size_t j = 0; j < n && !parent_is_desc; j++)
+				parent_is_desc = ps[j].pid == ps[i].ppid && ps[j].mark;
+			if (parent_is_desc) {
+				ps[i].mark = 1;
+				changed = 1;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ps[i].mark != 1 || ps[i].state == 'Z' || ps[i].state == 'X')
+			continue;
+		char path[64], cmd[201] = "";
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)ps[i].pid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t r = fd >= 0 ? read(fd, cmd, sizeof(cmd) - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (r <= 0)
+			continue; /* gone meanwhile, or a kernel thread */
+		for (ssize_t k = 0; k < r; k++)
+			if (!cmd[k])
+				cmd[k] = ' ';
+		cmd[r] = 0;
+		printf("%d %s\n", (int)ps[i].pid, cmd);
+	}
+	free(ps);
+	return 0;
+}
+
+/* Exec COMMAND as a child subreaper (the attribute survives execve): orphans of everything it
+ * starts become its children instead of the host init's, so it can find what outlived a case. */
+static int do_subreaper(char **a)
+{
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		return fail(errno);
+	execvp(a[0], a);
+	return fail(errno);
+}
+
 /* ---- table ------------------------------------------------------------------------------ */
 
 static const struct subcommand {
@@ -828,6 +1074,7 @@ static const struct subcommand {
     {"ptrace-traceme", 0, 0, do_ptrace_traceme, ""},
     {"ptrace-attach", 1, 1, do_ptrace_attach, "PID"},
     {"process-vm-readv", 1, 1, do_process_vm_readv, "PID"},
+    {"process-vm-writev", 0, 1, do_process_vm_writev, "[PID]"},
     {"mount-tmpfs", 1, 1, do_mount_tmpfs, "DIR"},
     {"umount", 1, 1, do_umount, "PATH"},
     {"pivot-root", 0, 2, do_pivot_root, "[NEW_ROOT [PUT_OLD]]"},
@@ -835,7 +1082,7 @@ static const struct subcommand {
     {"unshare-net", 0, 0, do_unshare_net, ""},
     {"clone-newuser", 0, 0, do_clone_newuser, ""},
     {"clone3", 0, 1, do_clone3, "[FLAGS(hex)]"},
-    {"setns-net", 0, 0, do_setns_net, ""},
+    {"setns-net", 0, 2, do_setns_net, "[HOST PORT]"},
     {"kexec-load", 0, 0, do_kexec_load, ""},
     {"init-module", 0, 0, do_init_module, ""},
     {"bpf", 0, 0, do_bpf, ""},
@@ -844,11 +1091,15 @@ static const struct subcommand {
     {"add-key", 0, 0, do_add_key, ""},
     {"userfaultfd", 0, 0, do_userfaultfd, ""},
     {"io-uring-setup", 0, 0, do_io_uring_setup, ""},
+    {"io-uring-enter", 0, 0, do_io_uring_enter, ""},
+    {"io-uring-register", 0, 0, do_io_uring_register, ""},
+    {"request-key", 0, 0, do_request_key, ""},
     {"open-by-handle-at", 0, 0, do_open_by_handle_at, ""},
     {"personality", 1, 1, do_personality, "FLAGS(hex)"},
     {"tiocsti", 0, 1, do_tiocsti, "[FD]"},
     {"tiocsti-highbits", 0, 1, do_tiocsti_highbits, "[FD]"},
     {"tioclinux", 0, 1, do_tioclinux, "[FD]"},
+    {"tioclinux-highbits", 0, 1, do_tioclinux_highbits, "[FD]"},
     {"socket", 2, 2, do_socket, "FAMILY TYPE"},
     {"x32-getpid", 0, 0, do_x32_getpid, ""},
     {"i386-getpid", 0, 0, do_i386_getpid, ""},
@@ -877,6 +1128,9 @@ static const struct subcommand {
     {"reopen-write", 2, 2, do_reopen_write, "PATH NBYTES"},
     {"openat", 2, 2, do_openat, "FD PATH"},
     {"crash", 1, 1, do_crash, "SEGV|ABRT"},
+    {"canary-listen", 1, 1, do_canary_listen, "DIR (host side)"},
+    {"descendants", 1, 1, do_descendants, "PID (host side)"},
+    {"subreaper", 1, 4096, do_subreaper, "COMMAND [ARG...] (host side)"},
 };
 
 static int usage(FILE *out)

@@ -30,9 +30,36 @@ count_lines() { # count PASS/FAIL/SKIP lines produced by a C test binary
 	while read -r name; do FAILED_NAMES+=("$name"); done < <(grep '^FAIL ' <<<"$out" | cut -d' ' -f2)
 }
 
+# Run a C test binary and count its lines. How it ended counts too: a missing binary, a death
+# by signal, or a non-zero exit with no FAIL line to explain it is one FAIL named after the
+# binary (PASS lines printed before a crash still count: the mains line-buffer stdout).
+run_c_tests() { # NAME DIR BINARY [ARG...]
+	local tname=$1 dir=$2 bin=$3 out rc why=
+	shift 3
+	if ! [ -x "$bin" ]; then
+		why="binary missing: $bin (build it with make)"
+	else
+		out=$(cd "$dir" && "$bin" "$@" 2>&1)
+		rc=$?
+		count_lines "$out"
+		if [ "$rc" -gt 128 ]; then
+			why="killed by signal $((rc - 128)) ($(kill -l $((rc - 128)) 2>/dev/null || echo '?')) after $(grep -c '^PASS ' <<<"$out") PASS line(s)"
+		elif [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' <<<"$out"; then
+			why="exit status $rc with no FAIL line; last output: $(tail -1 <<<"$out")"
+		elif [ "$rc" -eq 0 ] && ! grep -q '^PASS ' <<<"$out"; then
+			why="printed no PASS line"
+		fi
+	fi
+	if [ -n "$why" ]; then
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("$tname")
+		echo "  [$WHO] FAIL $tname: $why"
+	fi
+}
+
 if [ -z "${CORRAL_SECOND_PASS:-}" ]; then
 	note "== unit tests"
-	count_lines "$("$BUILD/tests/unit_tests" 2>&1)"
+	run_c_tests unit_tests . "$BUILD/tests/unit_tests"
 fi
 
 # Everything the integration tests run must be reachable by an unprivileged user too, so
@@ -54,7 +81,7 @@ export XDG_STATE_HOME="$SCRATCH/state"
 
 note "== library tests ($WHO)"
 LT_WS=$(mktemp -d /tmp/corral-lt.XXXXXX)
-count_lines "$(cd "$LT_WS" && "$LIBTESTS" "$LT_WS" 2>&1)"
+run_c_tests lib_tests "$LT_WS" "$LIBTESTS" "$LT_WS"
 rm -rf "$LT_WS"
 
 note "== integration and escape tests ($WHO)"

@@ -1,7 +1,9 @@
 /* A driver for the session and job API of libcorral, for tests/integration/session.sh.
  *
  * Usage: session_tool WORKSPACE [--timeout MS] [--cpu S] [--memory BYTES] [--shell SH]
- *                     [--budget BYTES] [--cap BYTES] [--startup MS] < SCRIPT
+ *                     [--budget BYTES] [--cap BYTES] [--startup MS] [--stream FILE] < SCRIPT
+ *
+ * --stream FILE: the session's output callback appends what it streams (both streams) to FILE.
  *
  * Each line of SCRIPT is one operation; each prints one JSON line on stdout:
  *   exec TIMEOUT_MS COMMAND...    corral_session_exec: {"result": RESULT JSON, "stdout_hex":
@@ -10,7 +12,8 @@
  *   execx TIMEOUT_MS HEX          the same with the command hex-encoded (binary, newlines)
  *   job COMMAND...                a job in the session: {"job": N}
  *   solo COMMAND...               a job in a sandbox of its own: {"job": N}
- *   read N SINCE [MAX]            corral_job_read of job N
+ *   read N SINCE [MAX]            corral_job_read of job N (with "redactions": {mode, count,
+ *                                 kinds})
  *   wait N MS                     step job N until it ends or MS pass: {"ended": bool}
  *   kill N GRACE_MS               corral_job_kill
  *   info                          corral_session_info
@@ -25,6 +28,16 @@
 #include "corral.h"
 
 #define MAX_JOBS 64
+
+static FILE *stream_file;
+
+static void stream_to_file(void *ud, int stream, const char *buf, size_t len)
+{
+	(void)stream;
+	FILE *f = ud;
+	fwrite(buf, 1, len, f);
+	fflush(f);
+}
 
 static void json_str(const char *s, size_t n)
 {
@@ -102,6 +115,15 @@ int main(int argc, char **argv)
 			opt.startup_timeout_ms = v;
 		else if (!strcmp(argv[i], "--env"))
 			corral_config_env_allow(cfg, argv[i + 1], &err);
+		else if (!strcmp(argv[i], "--stream")) {
+			if (stream_file)
+				fclose(stream_file);
+			if (!(stream_file = fopen(argv[i + 1], "a"))) {
+				perror(argv[i + 1]);
+				return 2;
+			}
+			corral_config_set_output_cb(cfg, stream_to_file, stream_file);
+		}
 	}
 	corral_session *s = NULL;
 	if (corral_session_open(cfg, &opt, &s, &err) < 0) {
@@ -109,6 +131,8 @@ int main(int argc, char **argv)
 		json_str(err.message, strlen(err.message));
 		printf(",\"code\":%d}\n", err.code);
 		corral_config_free(cfg);
+		if (stream_file)
+			fclose(stream_file);
 		return 0;
 	}
 	printf("{\"session\":\"%s\"}\n", corral_session_id(s));
@@ -200,11 +224,22 @@ int main(int argc, char **argv)
 			printf(",\"stderr\":");
 			json_str(o.stderr_buf, o.stderr_len);
 			printf(",\"from\":%llu,\"next\":%llu,\"missed\":%llu,\"total\":%llu,"
-			       "\"dropped\":%llu,\"running\":%s,\"exit_code\":%d,\"signal\":%d}\n",
+			       "\"dropped\":%llu,\"running\":%s,\"exit_code\":%d,\"signal\":%d",
 			       (unsigned long long)o.from_offset, (unsigned long long)o.next_offset,
 			       (unsigned long long)o.missed, (unsigned long long)o.total_bytes,
 			       (unsigned long long)o.dropped_bytes, o.running ? "true" : "false",
 			       o.exit_code, o.signal);
+			printf(",\"redactions\":{\"mode\":\"%s\",\"count\":%llu,\"kinds\":{",
+			       o.redaction_mode ? o.redaction_mode : "?",
+			       (unsigned long long)o.redactions);
+			for (unsigned k = 0, first = 1; k < 16; k++)
+				if (o.redactions_by_kind[k] && corral_redaction_kind_name(k)) {
+					printf("%s\"%s\":%llu", first ? "" : ",",
+					       corral_redaction_kind_name(k),
+					       (unsigned long long)o.redactions_by_kind[k]);
+					first = 0;
+				}
+			printf("}}}\n");
 			corral_job_output_free(&o);
 		} else if (!strcmp(op, "wait")) {
 			int n = -1;
@@ -286,5 +321,7 @@ int main(int argc, char **argv)
 		corral_job_free(jobs[k]);
 	corral_session_close(s);
 	corral_config_free(cfg);
+	if (stream_file)
+		fclose(stream_file);
 	return 0;
 }

@@ -71,6 +71,17 @@ static int bad(const char *flag, const char *value, const char *why)
 	return EXIT_CORRAL_FAILED;
 }
 
+int cli_parse_retention(const char *flag, const char *arg, uint64_t *out)
+{
+	const char *why = NULL;
+	bool rows = strstr(flag, "rows") != NULL;
+	*out = 0;
+	if (rows ? strcmp(arg, "0") && parse_count(arg, 1u << 30, out, &why) < 0
+	         : parse_duration_ms(arg, out, &why) < 0)
+		return bad(flag, arg, why);
+	return 0;
+}
+
 /* Which options each subcommand takes (all take --db). */
 static bool opt_allowed(const char *sub, int c)
 {
@@ -126,13 +137,13 @@ static int apply(int c, const char *arg, struct audit_opts *o)
 		o->json = true;
 		return 0;
 	case O_MAX_AGE:
-		if (parse_duration_ms(arg, &v, &why) < 0)
-			return bad("--max-age", arg, why);
+		if (cli_parse_retention("--max-age", arg, &v))
+			return EXIT_CORRAL_FAILED;
 		o->max_age_ms = (int64_t)v;
 		return 0;
 	case O_MAX_ROWS:
-		if (strcmp(arg, "0") && parse_count(arg, 1u << 30, &v, &why) < 0)
-			return bad("--max-rows", arg, why);
+		if (cli_parse_retention("--max-rows", arg, &v))
+			return EXIT_CORRAL_FAILED;
 		o->max_rows = (int64_t)v;
 		return 0;
 	}

@@ -30,21 +30,34 @@ int cmd_check(int argc, char **argv)
 	json_t *layers = json_object_get(root, "layers");
 	size_t i;
 	json_t *l;
-	int all = 1;
+	/* two lists of what is missing: layers mode required needs, and the cgroup, without
+	 * which required mode still runs (limits fall back to rlimits) */
+	char missing[256] = "", optional[64] = "";
 	json_array_foreach(layers, i, l)
 	{
 		int ok = json_is_true(json_object_get(l, "available"));
-		/* without cgroups, required mode still runs: limits fall back to rlimits */
-		if (strcmp(json_string_value(json_object_get(l, "name")), "cgroup"))
-			all &= ok;
-		printf("%-10s %-4s %s\n", json_string_value(json_object_get(l, "name")),
-		       ok ? "yes" : "NO", json_string_value(json_object_get(l, "detail")));
+		const char *name = json_string_value(json_object_get(l, "name"));
+		if (!ok) {
+			char *list = strcmp(name, "cgroup") ? missing : optional;
+			size_t cap = list == missing ? sizeof(missing) : sizeof(optional);
+			size_t n = strlen(list);
+			snprintf(list + n, cap - n, "%s%s", n ? ", " : "", name);
+		}
+		printf("%-10s %-4s %s\n", name, ok ? "yes" : "NO",
+		       json_string_value(json_object_get(l, "detail")));
 		const char *fix = json_string_value(json_object_get(l, "fix"));
 		if (!ok && fix && *fix)
 			printf("%-15s fix: %s\n", "", fix);
 	}
-	printf("%s\n", all ? "all layers available: --mode required will work"
-	                   : "some layers missing: --mode required fails; --mode auto skips them");
+	if (*missing)
+		printf("missing: %s: --mode required fails; --mode auto skips %s\n", missing,
+		       strchr(missing, ',') ? "them" : "it");
+	else if (*optional)
+		printf("all required layers available: --mode required will work; missing: %s "
+		       "(memory and process limits fall back to rlimits)\n",
+		       optional);
+	else
+		printf("all layers available: --mode required will work\n");
 	json_decref(root);
 	return 0;
 }

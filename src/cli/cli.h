@@ -36,6 +36,8 @@ struct run_opts {
 	const char *shell, *workspace, *cwd, *profile;
 	const char *audit; /* NULL: the default store; "off": none */
 	bool audit_output;
+	uint64_t audit_max_age_ms, audit_max_rows; /* --audit-max-age, --audit-max-rows */
+	bool audit_max_age_set, audit_max_rows_set;
 	uint64_t timeout_ms, kill_after_ms;
 	bool timeout_set, kill_after_set;
 	bool stdin_pass, json, dry_run, quiet;
@@ -53,6 +55,12 @@ int run_parse_opts(int argc, char **argv, corral_config *cfg, struct run_opts *o
 void run_warn_withheld(const corral_config *cfg, int argc, char **argv);
 /* run.c: corral run's exit status for a result: 127, 126, 125, 124, 128+N or the command's. */
 int run_exit_code(const struct corral_result *res);
+/* run.c: open the audit store of o (not "off") with o's retention; NULL after a warning. */
+struct audit;
+struct audit *run_audit_open(const struct run_opts *o);
+/* audit.c: parse the value of a retention flag (--audit-max-age DUR, --audit-max-rows N, and
+ * prune's --max-age/--max-rows; 0 = no limit): 0, or 125 after a one-line error. */
+int cli_parse_retention(const char *flag, const char *arg, uint64_t *out);
 /* run.c: record a run in the audit store (o->audit); a failure is a warning on stderr. */
 void run_audit(const corral_config *cfg, const struct run_opts *o, const struct corral_result *res,
                int64_t started_ms, bool cancelled);

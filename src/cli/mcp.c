@@ -11,6 +11,7 @@
 
 #include <jansson.h>
 
+#include "audit.h"
 #include "cli/cli.h"
 #include "internal.h"
 #include "mcp/mcp.h"
@@ -40,6 +41,7 @@ void usage_mcp(FILE *f)
 	    "      --kill-after DUR     grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
 	    "      --memory SIZE        memory limit per call (512k, 64M, 2G)\n"
 	    "      --cpu SECONDS        CPU time limit per call (0 = none)\n"
+	    "      --cpus N             CPU share per call: 0.5 = half of one CPU (cgroup)\n"
 	    "      --pids N             process limit per call (default 1024; 0 = none)\n"
 	    "      --nofile N           open files limit of each sandbox (default 1024)\n"
 	    "      --fsize SIZE         largest file a call may write\n"
@@ -58,6 +60,10 @@ void usage_mcp(FILE *f)
 	    "      --audit PATH|off     the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
 	    "                           else ~/.local/state/corral/audit.db); off: no record\n"
 	    "      --audit-output       also store each call's (redacted, capped) output\n"
+	    "      --audit-max-age DUR, --audit-max-rows N\n"
+	    "                           retention of the store: delete rows older than DUR\n"
+	    "                           (default 30d) and beyond the newest N (default\n"
+	    "                           100000); 0 = no limit of that kind\n"
 	    "      --max-concurrent N   sandboxes running at once (default: 2 x cores); more\n"
 	    "                           calls wait in a FIFO queue\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
@@ -79,6 +85,7 @@ enum {
 	OPT_KILL_AFTER = 256,
 	OPT_MEMORY,
 	OPT_CPU,
+	OPT_CPUS,
 	OPT_PIDS,
 	OPT_NOFILE,
 	OPT_FSIZE,
@@ -102,6 +109,8 @@ enum {
 	OPT_REDACT,
 	OPT_AUDIT,
 	OPT_AUDIT_OUTPUT,
+	OPT_AUDIT_MAX_AGE,
+	OPT_AUDIT_MAX_ROWS,
 };
 
 static const struct option long_opts[] = {
@@ -110,6 +119,7 @@ static const struct option long_opts[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"cpu", required_argument, NULL, OPT_CPU},
+    {"cpus", required_argument, NULL, OPT_CPUS},
     {"pids", required_argument, NULL, OPT_PIDS},
     {"nofile", required_argument, NULL, OPT_NOFILE},
     {"fsize", required_argument, NULL, OPT_FSIZE},
@@ -133,6 +143,8 @@ static const struct option long_opts[] = {
     {"redact", required_argument, NULL, OPT_REDACT},
     {"audit", required_argument, NULL, OPT_AUDIT},
     {"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
+    {"audit-max-age", required_argument, NULL, OPT_AUDIT_MAX_AGE},
+    {"audit-max-rows", required_argument, NULL, OPT_AUDIT_MAX_ROWS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -215,6 +227,14 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 	case OPT_AUDIT_OUTPUT:
 		o->audit_output = true;
 		return 0;
+	case OPT_AUDIT_MAX_AGE:
+	case OPT_AUDIT_MAX_ROWS:
+		if (cli_parse_retention(c == OPT_AUDIT_MAX_AGE ? "--audit-max-age" : "--audit-max-rows",
+		                        arg, &v))
+			return EXIT_CORRAL_FAILED;
+		*(c == OPT_AUDIT_MAX_AGE ? &o->audit_max_age_ms : &o->audit_max_rows) = (int64_t)v;
+		o->audit_retention_set = true;
+		return 0;
 	case OPT_MEMORY:
 		return cli_set_limit(cfg, "--memory", arg);
 	case OPT_FSIZE:
@@ -223,6 +243,8 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		return cli_set_limit(cfg, "--tmpfs-size", arg);
 	case OPT_CPU:
 		return cli_set_limit(cfg, "--cpu", arg);
+	case OPT_CPUS:
+		return cli_set_limit(cfg, "--cpus", arg);
 	case OPT_PIDS:
 		return cli_set_limit(cfg, "--pids", arg);
 	case OPT_NOFILE:
@@ -369,6 +391,8 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	o->max_jobs = 16;
 	o->job_timeout_ms = 60 * 60 * 1000;
 	o->max_finished_jobs = 64;
+	o->audit_max_age_ms = AUDIT_DEFAULT_MAX_AGE_MS;
+	o->audit_max_rows = AUDIT_DEFAULT_MAX_ROWS;
 	struct flags fl = {0};
 	const char *profile = NULL;
 	struct {

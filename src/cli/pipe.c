@@ -146,45 +146,20 @@ static int pipeline_exit_code(const struct corral_pipeline_result *r)
 static struct corral_result *summary_result(const struct corral_pipeline_result *pr,
                                             const struct run_opts *o)
 {
-	struct corral_result *s = result_new();
-	if (!s)
-		return NULL;
-	memcpy(s->id, pr->id, sizeof(s->id));
 	size_t len = 0;
 	for (size_t i = 0; i < o->n_pipes; i++)
 		len += strlen(o->pipes[i]) + 3;
-	if (!(s->command = malloc(len + 1))) {
-		corral_result_free(s);
+	char *cmd = malloc(len + 1);
+	if (!cmd)
 		return NULL;
-	}
-	s->command[0] = 0;
+	cmd[0] = 0;
 	for (size_t i = 0; i < o->n_pipes; i++) {
 		if (i)
-			strcat(s->command, " | ");
-		strcat(s->command, o->pipes[i]);
+			strcat(cmd, " | ");
+		strcat(cmd, o->pipes[i]);
 	}
-	s->duration_ms = pr->duration_ms;
-	s->timed_out = pr->timed_out;
-	s->limit = pr->timed_out ? CORRAL_HIT_TIMEOUT : CORRAL_HIT_NONE;
-	if (pr->n_stages == 0) {
-		s->error = pr->error; /* nothing started: no stage row carries it */
-	} else {
-		s->exited = 1;
-		s->exit_code = pr->exit_code;
-	}
-	for (size_t i = 0; i < pr->n_stages; i++) {
-		const struct corral_result *st = pr->stages[i];
-		s->stderr_bytes += st->stderr_bytes;
-		s->user_ms += st->user_ms;
-		s->sys_ms += st->sys_ms;
-		if (st->max_rss_kb > s->max_rss_kb)
-			s->max_rss_kb = st->max_rss_kb;
-		s->redactions += st->redactions;
-		s->mode = st->mode;
-		s->redaction_mode = st->redaction_mode;
-	}
-	if (pr->n_stages)
-		s->stdout_bytes = pr->stages[pr->n_stages - 1]->stdout_bytes;
+	struct corral_result *s = audit_pipeline_summary(pr, cmd);
+	free(cmd);
 	return s;
 }
 
@@ -196,11 +171,9 @@ static void pipeline_audit(const corral_config *cfg, const struct run_opts *o,
 	if (o->audit && !strcmp(o->audit, "off"))
 		return;
 	struct corral_error err = {0};
-	struct audit *a = NULL;
-	if (audit_open(o->audit, &a, &err) < 0) {
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+	struct audit *a = run_audit_open(o);
+	if (!a)
 		return;
-	}
 	char hash[65];
 	policy_hash(cfg, hash);
 	const char *cwd = cfg->cwd ? cfg->cwd : cfg->workspace;

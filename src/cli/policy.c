@@ -110,6 +110,8 @@ static void print_text(json_t *o)
 	{
 		if (json_is_integer(v))
 			printf(" %s=%lld", k, (long long)json_integer_value(v));
+		else if (json_is_real(v))
+			printf(" %s=%g", k, json_real_value(v));
 	}
 	printf("\n");
 	print_list("executable (allow-list)", json_object_get(o, "executable"));
@@ -126,6 +128,8 @@ static void print_text(json_t *o)
 	}
 }
 
+/* Prints the plan; 0, or EXIT_CORRAL_FAILED when the plan has an error (a run would fail
+ * with it: the plan is still printed, with the error in it). */
 int print_explain(const corral_config *cfg, bool json)
 {
 	char *doc = NULL;
@@ -134,33 +138,148 @@ int print_explain(const corral_config *cfg, bool json)
 		cli_error("%s", err.message);
 		return EXIT_CORRAL_FAILED;
 	}
-	if (json) {
+	json_t *o = json_loads(doc, 0, NULL);
+	bool plan_error = !o || json_object_get(o, "error");
+	if (json)
 		puts(doc);
-	} else {
-		json_t *o = json_loads(doc, 0, NULL);
-		if (o)
-			print_text(o);
-		json_decref(o);
-	}
+	else if (o)
+		print_text(o);
+	json_decref(o);
 	free(doc);
-	return 0;
+	return plan_error ? EXIT_CORRAL_FAILED : 0;
+}
+
+/* The error a run would stop at for this profile in workspace ws, or "" when there is none:
+ * the plan is built as `corral policy explain` builds it (dry run, nothing made on the host),
+ * with the isolation layers off, so that what is judged is the profile and not this host. */
+static int plan_error(const struct profile *p, const char *ws, char *out, size_t cap)
+{
+	struct corral_error err = {0};
+	corral_config *cfg = corral_config_new();
+	char *doc = NULL;
+	out[0] = '\0';
+	if (!cfg || corral_config_set_workspace(cfg, ws, &err) < 0 ||
+	    policy_apply_profile(cfg, p, &err) < 0 ||
+	    corral_config_set_mode(cfg, CORRAL_MODE_NONE, &err) < 0 ||
+	    corral_explain(cfg, &doc, &err) < 0) {
+		snprintf(out, cap, "%s", err.message[0] ? err.message : "out of memory");
+		corral_config_free(cfg);
+		return -1;
+	}
+	json_t *o = json_loads(doc, 0, NULL);
+	const char *e = json_string_value(json_object_get(o, "error"));
+	if (e) /* "policy: filesystem.write path ..." names the rule itself */
+		snprintf(out, cap, "%s", strncmp(e, "policy: ", 8) ? e : e + 8);
+	json_decref(o);
+	free(doc);
+	corral_config_free(cfg);
+	return out[0] ? 1 : 0;
+}
+
+/* Judge each filesystem entry alone (with the rest of the profile's settings), so that an
+ * error points at the entry's own line and column; then the whole profile, for what only
+ * the entries together (or the default protected paths) would make a run refuse. */
+static int validate_against(const char *file, const struct profile *p, const char *ws)
+{
+	static const char *const names[] = {"filesystem.read", "filesystem.write",
+	                                    "filesystem.deny", "filesystem.protected"};
+	char *const *lists[] = {p->fs_read, p->fs_write, p->fs_deny, p->protected_paths};
+	const size_t counts[] = {p->n_read, p->n_write, p->n_deny, p->n_protected};
+	const struct profile_pos *pos[] = {p->read_pos, p->write_pos, p->deny_pos,
+	                                   p->protected_pos};
+	char msg[1200];
+	int errors = 0;
+	for (size_t l = 0; l < 4; l++) {
+		for (size_t i = 0; i < counts[l]; i++) {
+			struct profile one = *p;
+			char *entry[1] = {lists[l][i]};
+			one.n_read = one.n_write = one.n_deny = one.n_protected = 0;
+			one.protected_set = true; /* only this entry: not the default list */
+			one.protected_paths = NULL;
+			char ***which[] = {&one.fs_read, &one.fs_write, &one.fs_deny,
+			                   &one.protected_paths};
+			size_t *n[] = {&one.n_read, &one.n_write, &one.n_deny, &one.n_protected};
+			*which[l] = entry;
+			*n[l] = 1;
+			int r = plan_error(&one, ws, msg, sizeof(msg));
+			if (r == 0)
+				continue;
+			if (pos[l])
+				fprintf(stderr, "%s:%u:%u: %s[%zu]: %s\n", file, pos[l][i].line,
+				        pos[l][i].col, names[l], pos[l][i].index, msg);
+			else
+				fprintf(stderr, "%s: %s: %s\n", file, names[l], msg);
+			errors++;
+			if (r < 0)
+				return errors;
+		}
+	}
+	if (!errors && plan_error(p, ws, msg, sizeof(msg)) != 0) {
+		fprintf(stderr, "%s: %s\n", file, msg);
+		errors++;
+	}
+	return errors;
 }
 
 static int policy_validate(int argc, char **argv)
 {
-	if (argc != 2) {
-		cli_error("usage: corral policy validate FILE");
+	static const struct option opts[] = {
+	    {"workspace", required_argument, NULL, 'w'},
+	    {"syntax-only", no_argument, NULL, 's'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *ws = NULL;
+	bool syntax_only = false;
+	int c;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+w:", opts, NULL)) != -1) {
+		if (c == 'w') {
+			ws = optarg;
+		} else if (c == 's') {
+			syntax_only = true;
+		} else {
+			cli_error("usage: corral policy validate [-w DIR] [--syntax-only] FILE");
+			return EXIT_CORRAL_FAILED;
+		}
+	}
+	if (argc - optind != 1) {
+		cli_error("usage: corral policy validate [-w DIR] [--syntax-only] FILE");
 		return EXIT_CORRAL_FAILED;
 	}
+	const char *file = argv[optind];
 	struct profile p;
 	memset(&p, 0, sizeof(p));
 	struct corral_error err = {0};
-	if (profile_load_file(argv[1], &p, &err) < 0) {
+	if (profile_load_file(file, &p, &err) < 0) {
 		fprintf(stderr, "%s\n", err.message);
 		return EXIT_CORRAL_FAILED;
 	}
-	printf("%s: valid profile%s%s\n", argv[1], p.description ? ": " : "",
-	       p.description ? p.description : "");
+	char cwd[PATH_MAX];
+	if (!syntax_only && !ws && !(ws = getcwd(cwd, sizeof(cwd)))) {
+		cli_error("policy validate: cannot get the current directory; give -w DIR");
+		profile_free(&p);
+		return EXIT_CORRAL_FAILED;
+	}
+	if (!syntax_only) {
+		/* a workspace that is not a directory is the caller's mistake, not the profile's */
+		corral_config *probe = corral_config_new();
+		int r = probe ? corral_config_set_workspace(probe, ws, &err) : -1;
+		corral_config_free(probe);
+		if (r < 0) {
+			cli_error("policy validate: -w %s: %s", ws,
+			          err.message[0] ? err.message : "out of memory");
+			profile_free(&p);
+			return EXIT_CORRAL_FAILED;
+		}
+		if (validate_against(file, &p, ws) > 0) {
+			profile_free(&p);
+			return EXIT_CORRAL_FAILED;
+		}
+	}
+	printf("%s: valid profile%s%s%s%s\n", file,
+	       syntax_only ? " (syntax only)" : " for the workspace ", syntax_only ? "" : ws,
+	       p.description ? ": " : "", p.description ? p.description : "");
 	profile_free(&p);
 	return 0;
 }
@@ -242,12 +361,16 @@ int cmd_policy(int argc, char **argv)
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		FILE *f = argc < 2 ? stderr : stdout;
 		fputs("Usage: corral policy explain [RUN OPTIONS] [--] COMMAND [ARG...]\n"
-		      "       corral policy validate FILE\n"
+		      "       corral policy validate [-w DIR] [--syntax-only] FILE\n"
 		      "       corral policy check [--profile P] [-w DIR] [--read PATH] [--write PATH]\n"
 		      "                           [--exec CMD] [--net HOST:PORT] [--json]\n"
 		      "\n"
-		      "explain   print the resolved plan (same as corral run --dry-run)\n"
-		      "validate  check a JSON profile; errors give file:line:column\n"
+		      "explain   print the resolved plan (same as corral run --dry-run); exits 125\n"
+		      "          when the plan has an error (a run would fail)\n"
+		      "validate  check a JSON profile, and what a run in the workspace (-w DIR, default\n"
+		      "          the current directory) would refuse: paths that resolve to / or do\n"
+		      "          not exist, symlinks, ...; --syntax-only skips that. Errors give\n"
+		      "          file:line:column\n"
 		      "check     ask whether an access is allowed and which rule decides; exits 0\n"
 		      "          when all are allowed, 1 when one is denied\n",
 		      f);

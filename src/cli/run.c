@@ -43,6 +43,8 @@ void usage_run(FILE *f)
 	    "                         is 512k, 64M, 2G\n"
 	    "      --cpu SECONDS      CPU time limit (SIGXCPU, reported as limit \"cpu\"); 0 = "
 	    "none\n"
+	    "      --cpus N           CPU share: 0.5 = half of one CPU, 2 = two (cgroup cpu.max\n"
+	    "                         or cpu.cfs_quota_us; needs a usable cgroup)\n"
 	    "      --pids N           process limit (cgroup pids.max, else RLIMIT_NPROC;\n"
 	    "                         default 1024; 0 = none)\n"
 	    "      --nofile N         open files limit (default 1024)\n"
@@ -66,6 +68,10 @@ void usage_run(FILE *f)
 	    "      --audit PATH|off   the audit store (default $XDG_STATE_HOME/corral/audit.db,\n"
 	    "                         else ~/.local/state/corral/audit.db); off: no record\n"
 	    "      --audit-output     also store the (redacted, capped) output in the record\n"
+	    "      --audit-max-age DUR, --audit-max-rows N\n"
+	    "                         retention of the store: delete rows older than DUR\n"
+	    "                         (default 30d) and beyond the newest N (default 100000);\n"
+	    "                         0 = no limit of that kind; applied after this run's record\n"
 	    "      --net none|host    network: none (loopback only, default) or the host's\n"
 	    "      --mode MODE        required (default): fail if a layer is missing;\n"
 	    "                         auto: use what the host offers and report the rest;\n"
@@ -82,6 +88,7 @@ enum {
 	OPT_KILL_AFTER = 256,
 	OPT_MEMORY,
 	OPT_CPU,
+	OPT_CPUS,
 	OPT_PIDS,
 	OPT_NOFILE,
 	OPT_FSIZE,
@@ -100,6 +107,8 @@ enum {
 	OPT_REDACT,
 	OPT_AUDIT,
 	OPT_AUDIT_OUTPUT,
+	OPT_AUDIT_MAX_AGE,
+	OPT_AUDIT_MAX_ROWS,
 	OPT_PIPE,
 };
 
@@ -111,6 +120,7 @@ static const struct option long_opts[] = {
     {"kill-after", required_argument, NULL, OPT_KILL_AFTER},
     {"memory", required_argument, NULL, OPT_MEMORY},
     {"cpu", required_argument, NULL, OPT_CPU},
+    {"cpus", required_argument, NULL, OPT_CPUS},
     {"pids", required_argument, NULL, OPT_PIDS},
     {"nofile", required_argument, NULL, OPT_NOFILE},
     {"fsize", required_argument, NULL, OPT_FSIZE},
@@ -130,6 +140,8 @@ static const struct option long_opts[] = {
     {"redact", required_argument, NULL, OPT_REDACT},
     {"audit", required_argument, NULL, OPT_AUDIT},
     {"audit-output", no_argument, NULL, OPT_AUDIT_OUTPUT},
+    {"audit-max-age", required_argument, NULL, OPT_AUDIT_MAX_AGE},
+    {"audit-max-rows", required_argument, NULL, OPT_AUDIT_MAX_ROWS},
     {"pipe", required_argument, NULL, OPT_PIPE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -196,6 +208,12 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 	case OPT_AUDIT_OUTPUT:
 		o->audit_output = true;
 		return 0;
+	case OPT_AUDIT_MAX_AGE:
+		o->audit_max_age_set = true;
+		return cli_parse_retention("--audit-max-age", arg, &o->audit_max_age_ms);
+	case OPT_AUDIT_MAX_ROWS:
+		o->audit_max_rows_set = true;
+		return cli_parse_retention("--audit-max-rows", arg, &o->audit_max_rows);
 	case OPT_PIPE:
 		if (o->name) {
 			cli_error("--pipe is an option of corral run, not of corral %s", o->name);
@@ -223,6 +241,8 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 		return cli_set_limit(cfg, "--tmpfs-size", arg);
 	case OPT_CPU:
 		return cli_set_limit(cfg, "--cpu", arg);
+	case OPT_CPUS:
+		return cli_set_limit(cfg, "--cpus", arg);
 	case OPT_PIDS:
 		return cli_set_limit(cfg, "--pids", arg);
 	case OPT_NOFILE:
@@ -323,6 +343,22 @@ static struct corral_result *run_with_signals(const corral_config *cfg, struct c
 	return res;
 }
 
+/* Open the audit store of o (not "off") with its retention; a failure is a warning. */
+struct audit *run_audit_open(const struct run_opts *o)
+{
+	struct corral_error err = {0};
+	struct audit *a = NULL;
+	if (audit_open(o->audit, &a, &err) < 0) {
+		cli_error("audit: %s (the run itself is not affected)", err.message);
+		return NULL;
+	}
+	if (o->audit_max_age_set || o->audit_max_rows_set)
+		audit_set_retention(
+		    a, o->audit_max_age_set ? (int64_t)o->audit_max_age_ms : AUDIT_DEFAULT_MAX_AGE_MS,
+		    o->audit_max_rows_set ? (int64_t)o->audit_max_rows : AUDIT_DEFAULT_MAX_ROWS);
+	return a;
+}
+
 /* Record the run in the audit store. Never fails the run: a store that cannot be written
  * is reported once on stderr. */
 void run_audit(const corral_config *cfg, const struct run_opts *o, const struct corral_result *res,
@@ -331,11 +367,9 @@ void run_audit(const corral_config *cfg, const struct run_opts *o, const struct 
 	if (o->audit && !strcmp(o->audit, "off"))
 		return;
 	struct corral_error err = {0};
-	struct audit *a = NULL;
-	if (audit_open(o->audit, &a, &err) < 0) {
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+	struct audit *a = run_audit_open(o);
+	if (!a)
 		return;
-	}
 	char hash[65];
 	policy_hash(cfg, hash);
 	char *viol = result_violations_json(res);
@@ -526,6 +560,12 @@ int cmd_run(int argc, char **argv)
 	int code = EXIT_CORRAL_FAILED;
 	if (res) {
 		code = run_exit_code(res);
+		for (size_t i = 0; i < res->n_layers; i++)
+			if (!strcmp(res->layers[i].name, "landlock") && !res->layers[i].applied &&
+			    strstr(res->layers[i].detail, "allow-list NOT enforced"))
+				cli_error("warning: Landlock is unavailable, so the command allow-list "
+				          "was checked for the top-level command only (preflight), not at "
+				          "every execve; use --mode required to refuse such runs");
 		run_audit(cfg, &o, res, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000,
 		          cancelled_by_signal);
 		if (o.json) {

@@ -53,6 +53,8 @@ void usage_shell(FILE *f)
 	      "      --tmpfs-size SIZE  limits, as for corral run\n"
 	      "      --audit PATH|off   the audit store the session is recorded in (without\n"
 	      "                         its output)\n"
+	      "      --audit-max-age DUR, --audit-max-rows N\n"
+	      "                         the store's retention (default 30d, 100000 rows)\n"
 	      "      --dry-run          print the resolved plan and run nothing (--json: as JSON)\n"
 	      "      --quiet            no notes from corral on stderr after the shell\n"
 	      "  -h, --help             show this help\n"

@@ -168,6 +168,45 @@ static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
 	return JR_INVALID;
 }
 
+/* Valid JSON with an integer beyond 64 bits (jansson's "too big integer"): not a parse error
+ * but a request this server cannot take. Parsed again with every integer as a double, to
+ * answer -32600 with the request's id when it comes back exact (a string, or an integer below
+ * 2^53 in magnitude; a larger one is answered with id null rather than a wrong id), and to
+ * say whether the id itself is the integer that is too large. */
+static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
+{
+	json_error_t jerr;
+	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+	                     &jerr);
+	if (!m->root) /* malformed after all (past the large integer) */
+		return invalid(m, JR_PARSE_ERROR,
+		               "parse error: %s (at byte %d); send one JSON object per line",
+		               jerr.text, jerr.position);
+	json_t *id = json_object_get(m->root, "id");
+	bool id_too_big = false;
+	if (json_is_real(id)) {
+		double v = json_real_value(id), a = v < 0 ? -v : v;
+		if (a < 9007199254740992.0 && (double)(json_int_t)v == v)
+			json_object_set_new(m->root, "id", json_integer((json_int_t)v));
+		else /* beyond 2^63 (as a double: every int64 rounds to at most 2^63) */
+			id_too_big = a > 9223372036854775808.0;
+		id = json_object_get(m->root, "id");
+	}
+	m->id = jr_id_valid(id) ? id : NULL;
+	if (json_is_object(m->root) && !json_object_get(m->root, "method") &&
+	    (json_object_get(m->root, "result") || json_object_get(m->root, "error"))) {
+		m->kind = JR_RESPONSE; /* a client's response: ignored, like any other */
+		return JR_RESPONSE;
+	}
+	if (id_too_big)
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: the id is an integer beyond 64 bits; this server "
+		               "takes integer ids from -2^63 to 2^63-1, or string ids");
+	return invalid(m, JR_INVALID_REQUEST,
+	               "invalid request: a number in the message is an integer beyond 64 bits; "
+	               "this server takes integers from -2^63 to 2^63-1");
+}
+
 enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -175,6 +214,8 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 	/* ALLOW_NUL: "\u0000" is valid JSON (stdin data may carry it); tools reject it where a C
 	 * string is needed. */
 	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+	if (!m->root && strstr(jerr.text, "too big"))
+		return out_of_range(line, len, m);
 	if (!m->root)
 		return invalid(m, JR_PARSE_ERROR,
 		               "parse error: %s (at byte %d); send one JSON object "

@@ -158,6 +158,8 @@ struct mcp_options {
 	bool audit_off;           /* --audit off */
 	char *audit_path;         /* --audit PATH, or NULL for the default store */
 	bool audit_output;        /* --audit-output */
+	bool audit_retention_set; /* --audit-max-age or --audit-max-rows given */
+	int64_t audit_max_age_ms, audit_max_rows; /* the store's retention (0: no limit) */
 	unsigned max_sessions;    /* shell sessions open at once */
 	uint64_t session_idle_ms; /* a session idle this long is closed (0: never) */
 	unsigned max_jobs;        /* background jobs running at once */

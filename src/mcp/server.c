@@ -33,10 +33,27 @@
 #include <time.h>
 #include <unistd.h>
 
+/* A testing seam, for tests/fuzz/fuzz_mcp.c only: it includes this file with MCP_NO_LAUNCH
+ * defined and its own mcp_no_launch(), so that every request takes its whole path through the
+ * server up to the launch of a sandbox, and no process is ever started (each launch fails as
+ * on a host without room for one more). Normal builds do not define it. */
+#ifdef MCP_NO_LAUNCH
+#define corral_spawn(cfg, proc, err) ((void)(cfg), (void)(proc), mcp_no_launch(err))
+#define corral_pipeline_spawn(cfgs, n, pl, err)                                                   \
+	((void)(cfgs), (void)(n), (void)(pl), mcp_no_launch(err))
+#define corral_session_open(cfg, so, sess, err)                                                   \
+	((void)(cfg), (void)(so), (void)(sess), mcp_no_launch(err))
+#define corral_job_start(cfg, job, err) ((void)(cfg), (void)(job), mcp_no_launch(err))
+#define corral_session_job_start(sess, cmd, job, err)                                             \
+	((void)(sess), (void)(cmd), (void)(job), mcp_no_launch(err))
+#endif
+
 #define READ_CHUNK 65536
 #define PROGRESS_EVERY_MS 500 /* at most one notification per call this often */
 #define PROGRESS_TICK_MS 100
-#define LAST_LINE_MAX 200     /* characters of the latest output line in progress messages */
+#define LAST_LINE_MAX 200     /* bytes of one output line in a progress message */
+#define PROGRESS_LINES 5      /* the latest output lines a progress message shows */
+#define PROGRESS_TAIL 1024    /* the output bytes kept for them (per call with a token) */
 #define OUTQ_HIGH (16u << 20) /* stop reading requests while this much output waits */
 #define OUTQ_LOW (4u << 20)
 #define SHUTDOWN_FLUSH_MS 2000 /* how long replies already built may take to drain at exit */
@@ -78,10 +95,9 @@ struct call {
 	bool cancelled;
 	uint64_t t_start, t_progress;
 	uint64_t out_bytes;
-	char last[LAST_LINE_MAX + 1]; /* the latest complete output line */
-	size_t last_len;
-	char cur[LAST_LINE_MAX + 1]; /* the line being written */
-	size_t cur_len;
+	char *tail; /* with a progress token: the latest PROGRESS_TAIL output bytes, a ring */
+	size_t tail_pos; /* where the next byte goes */
+	bool tail_wrapped;
 	struct call *prev, *next; /* live calls (queued and running) */
 	struct call *qnext;       /* the FIFO queue */
 	struct call *dnext;       /* finished, freed at the end of the loop iteration */
@@ -98,6 +114,9 @@ struct msess {
 	struct call *waiting; /* the shell_exec in progress */
 	struct msess *next;
 	bool dead; /* closed; freed after the current batch of events */
+	/* for the audit record of its commands and jobs */
+	char policy_hash[65];
+	char *cwd; /* the directory it started in */
 };
 
 struct mjob {
@@ -111,6 +130,12 @@ struct mjob {
 	bool done;
 	bool expired; /* stopped at --job-timeout (once) */
 	bool dead;    /* dropped; freed after the current batch of events */
+	/* for the audit record (kind job), written once when it ends */
+	bool kill_asked; /* job_kill, or the server's shutdown: recorded as cancelled */
+	bool recorded;
+	char policy_hash[65];
+	char *cwd;                  /* a job of its own: its directory; NULL in a session */
+	struct corral_result *iso;  /* a session job: the session's isolation, taken at start */
 };
 
 struct server {
@@ -305,6 +330,7 @@ static void call_free(struct call *c)
 	json_decref(c->progress_token);
 	mcp_plan_free(&c->plan);
 	free(c->cwd);
+	free(c->tail);
 	free(c);
 }
 
@@ -336,46 +362,255 @@ static bool audit_ready(struct server *s)
 		return false;
 	if (s->audit_paused_until && now_ms() < s->audit_paused_until) {
 		s->audit_failed++;
+		audit_note_missed(s->audit, 1, NULL); /* in the store_unavailable event's count */
 		return false;
 	}
 	s->audit_paused_until = 0;
 	return true;
 }
 
-/* One execution of a call in the audit store: kind "mcp_call" for a run, "session_cmd" for a
- * command in a session, "pipeline_stage" for each stage of a pipeline. */
-static void audit_exec(struct server *s, const struct call *c, const struct corral_result *res,
-                       const char *kind)
+/* A record that could not even be prepared (out of memory): counted like a failed write. */
+static void audit_lost(struct server *s)
 {
-	if (!res || !audit_ready(s))
+	if (!s->audit)
+		return;
+	s->audit_failed++;
+	audit_note_missed(s->audit, 1, "out of memory preparing the record");
+}
+
+/* Write one execution: r has what is its own, this adds what is the server's (client,
+ * profile, output storage). */
+static void audit_write(struct server *s, struct audit_run *r)
+{
+	if (!audit_ready(s))
 		return;
 	const corral_config *base = s->o->base;
+	r->client = "mcp";
+	r->client_info_json = s->client_info;
+	r->profile = base->profile_name ? base->profile_name : "default";
+	r->store_output = s->o->audit_output;
+	struct corral_error err = {0};
+	if (audit_record_run(s->audit, r, &err) < 0)
+		audit_failed(s, &err);
+	else
+		s->audit_fails_in_row = 0;
+}
+
+/* One execution of a call in the audit store: kind "mcp_call" for a run, "session_cmd" for a
+ * command in a session (parent: the session), "pipeline_stage" for each stage of a pipeline
+ * (parent: the pipeline's mcp_call row). */
+static void audit_exec(struct server *s, const struct call *c, const struct corral_result *res,
+                       const char *kind, const char *parent, bool cancelled)
+{
+	if (!res || !s->audit)
+		return;
 	char *viol = result_violations_json(res);
 	struct audit_run r = {
 	    .res = res,
 	    .kind = kind,
-	    .client = "mcp",
-	    .client_info_json = s->client_info,
+	    .parent = parent,
 	    .cwd = c->cwd ? c->cwd : s->o->workspace,
-	    .profile = base->profile_name ? base->profile_name : "default",
 	    .policy_hash = c->policy_hash[0] ? c->policy_hash : NULL,
 	    .started_at_ms = c->started_wall_ms,
-	    .store_output = s->o->audit_output,
-	    .cancelled = c->cancelled,
+	    .cancelled = cancelled,
 	    .violations_json = viol,
 	    .redactions = res->redactions,
 	};
-	struct corral_error err = {0};
-	if (audit_record_run(s->audit, &r, &err) < 0)
-		audit_failed(s, &err);
-	else
-		s->audit_fails_in_row = 0;
+	audit_write(s, &r);
 	free(viol);
 }
 
 static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
 {
-	audit_exec(s, c, res, "mcp_call");
+	audit_exec(s, c, res, "mcp_call", NULL, c->cancelled);
+}
+
+/* Something that never started (a session that could not open, a job or a pipeline that
+ * could not start): one row with the error, so that a denial is on the record. */
+static void audit_not_started(struct server *s, const struct mcp_plan *plan, const char *kind,
+                              const char *parent, const struct corral_error *err)
+{
+	if (!s->audit)
+		return;
+	struct corral_result res;
+	mcp_spawn_failed_result(plan, s->o, err, &res);
+	if (!res.command && plan->display) /* a pipeline: "$ A | B" */
+		res.command = plan->display + (strncmp(plan->display, "$ ", 2) ? 0 : 2);
+	char hash[65] = "";
+	if (plan->cfg)
+		policy_hash(plan->cfg, hash);
+	const corral_config *cfg = plan->cfg ? plan->cfg : s->o->base;
+	struct audit_run r = {
+	    .res = &res,
+	    .kind = kind,
+	    .parent = parent,
+	    .cwd = cfg->cwd ? cfg->cwd : cfg->workspace,
+	    .policy_hash = hash[0] ? hash : NULL,
+	    .started_at_ms = wall_ms(),
+	};
+	audit_write(s, &r);
+}
+
+/* A command that the server's shutdown cut off before it had a result (a session command:
+ * its session is closed under it): a row that says what ran and for how long, cancelled. */
+static void audit_cut_off(struct server *s, const struct call *c, const char *kind,
+                          const char *parent)
+{
+	if (!s->audit)
+		return;
+	struct corral_result *res = result_new();
+	if (!res)
+		return;
+	res->command = c->plan.command ? strdup(c->plan.command) : NULL;
+	res->duration_ms = now_ms() - c->t_start;
+	struct audit_run r = {
+	    .res = res,
+	    .kind = kind,
+	    .parent = parent,
+	    .cwd = c->cwd ? c->cwd : s->o->workspace,
+	    .policy_hash = c->policy_hash[0] ? c->policy_hash : NULL,
+	    .started_at_ms = c->started_wall_ms,
+	    .cancelled = true,
+	    .unknown = AUDIT_UNKNOWN_USAGE | AUDIT_UNKNOWN_OUTPUT_BYTES | AUDIT_UNKNOWN_ISOLATION |
+	               AUDIT_UNKNOWN_VIOLATIONS | AUDIT_UNKNOWN_REDACTIONS,
+	};
+	audit_write(s, &r);
+	corral_result_free(res);
+}
+
+/* A pipeline: each stage (kind pipeline_stage), then the call as their parent (kind
+ * mcp_call, the pipeline's id, its pipefail status). */
+static void audit_pipeline(struct server *s, const struct call *c,
+                           const struct corral_pipeline_result *pr)
+{
+	if (!s->audit)
+		return;
+	for (size_t i = 0; i < pr->n_stages; i++) {
+		const struct corral_result *st = pr->stages[i];
+		audit_exec(s, c, st, "pipeline_stage", pr->id,
+		           c->cancelled && st->signal && !st->timed_out &&
+		               st->limit == CORRAL_HIT_NONE);
+	}
+	const char *d = c->plan.display ? c->plan.display : "pipeline";
+	struct corral_result *sum = audit_pipeline_summary(pr, d + (strncmp(d, "$ ", 2) ? 0 : 2));
+	if (!sum) {
+		audit_lost(s);
+		return;
+	}
+	struct audit_run r = {
+	    .res = sum,
+	    .kind = "mcp_call",
+	    .cwd = c->cwd ? c->cwd : s->o->workspace,
+	    .policy_hash = c->policy_hash[0] ? c->policy_hash : NULL,
+	    .started_at_ms = c->started_wall_ms,
+	    .cancelled = c->cancelled || pr->cancelled,
+	    .redactions = sum->redactions,
+	};
+	audit_write(s, &r);
+	corral_result_free(sum);
+}
+
+static char **strv_copy(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	char **o = calloc(n + 1, sizeof(*o));
+	for (size_t i = 0; o && i < n; i++)
+		if (!(o[i] = strdup(v[i]))) {
+			for (size_t k = 0; k < i; k++)
+				free(o[k]);
+			free(o);
+			return NULL;
+		}
+	return o;
+}
+
+/* A background job as an execution (kind job), once, when it ends. A job of its own has
+ * its sandbox's result (usage, isolation, violations, a setup error); a job in a session has
+ * the session's isolation and no usage of its own (the kernel counts it in the shell's).
+ * Neither knows its byte counts per stream (its output goes into one ring, after
+ * redaction): those columns are null. */
+static void audit_job(struct server *s, struct mjob *j, bool cancelled)
+{
+	if (j->recorded)
+		return;
+	j->recorded = true;
+	struct corral_job_output o;
+	struct corral_error err = {0};
+	bool out = s->o->audit_output;
+	struct corral_result *res = NULL;
+	if (s->audit && corral_job_read(j->j, out ? 0 : UINT64_MAX, out ? 0 : 1, &o, &err) == 0) {
+		res = result_new();
+		if (!res) {
+			corral_job_output_free(&o);
+			audit_lost(s);
+		}
+	}
+	if (res) {
+		const struct corral_result *sr = corral_job_sandbox_result(j->j);
+		unsigned unknown = AUDIT_UNKNOWN_OUTPUT_BYTES;
+		snprintf(res->id, sizeof(res->id), "%s", corral_job_id(j->j));
+		res->command = strdup(corral_job_command(j->j));
+		res->exited = !o.running && o.exited;
+		res->exit_code = res->exited ? o.exit_code : -1;
+		res->signal = o.signal;
+		res->limit = o.limit;
+		res->timed_out = j->expired || (sr && sr->timed_out);
+		if (res->timed_out && res->limit == CORRAL_HIT_NONE)
+			res->limit = CORRAL_HIT_TIMEOUT;
+		res->duration_ms = o.duration_ms;
+		res->redactions = o.redactions;
+		memcpy(res->redactions_by_kind, o.redactions_by_kind, sizeof(res->redactions_by_kind));
+		res->redaction_mode = o.redaction_mode;
+		if (out) {
+			res->stdout_buf = o.stdout_buf;
+			res->stdout_len = o.stdout_len;
+			res->stderr_buf = o.stderr_buf;
+			res->stderr_len = o.stderr_len;
+			o.stdout_buf = o.stderr_buf = NULL;
+		}
+		const struct corral_result *iso = sr ? sr : j->iso;
+		if (iso) {
+			res->mode = iso->mode;
+			for (size_t i = 0; i < iso->n_layers; i++)
+				result_add_layer(res, iso->layers[i].name, iso->layers[i].applied,
+				                 iso->layers[i].detail);
+		} else {
+			unknown |= AUDIT_UNKNOWN_ISOLATION;
+		}
+		char *viol = NULL;
+		if (sr) {
+			res->argv = strv_copy(sr->argv);
+			res->user_ms = sr->user_ms;
+			res->sys_ms = sr->sys_ms;
+			res->max_rss_kb = sr->max_rss_kb;
+			res->error = sr->error;
+			viol = result_violations_json(sr);
+		} else {
+			unknown |= AUDIT_UNKNOWN_USAGE | AUDIT_UNKNOWN_VIOLATIONS;
+		}
+		struct audit_run r = {
+		    .res = res,
+		    .kind = "job",
+		    .parent = j->session[0] ? j->session : NULL,
+		    .cwd = j->cwd,
+		    .policy_hash = j->policy_hash[0] ? j->policy_hash : NULL,
+		    .started_at_ms = j->started_wall,
+		    .cancelled = cancelled,
+		    .violations_json = viol,
+		    .redactions = o.redactions,
+		    .unknown = unknown,
+		};
+		audit_write(s, &r);
+		free(viol);
+		corral_result_free(res);
+		corral_job_output_free(&o);
+	}
+	free(j->cwd);
+	j->cwd = NULL;
+	corral_result_free(j->iso);
+	j->iso = NULL;
 }
 
 static void audit_queries(struct server *s, const json_t *answers)
@@ -408,14 +643,26 @@ static void audit_start(struct server *s)
 		logmsg("audit: %s (serving without an audit record; calls are not affected)",
 		       err.message);
 		s->audit = NULL;
+		return;
 	}
+	if (s->o->audit_retention_set)
+		audit_set_retention(s->audit, s->o->audit_max_age_ms, s->o->audit_max_rows);
 }
 
 static void audit_stop(struct server *s)
 {
-	if (s->audit_failed > 1)
-		logmsg("audit: %llu records could not be written to %s",
-		       (unsigned long long)s->audit_failed, audit_path(s->audit));
+	/* Records lost to a failing store: their count goes on the record now (once, whatever
+	 * the pause), or the gap would be recorded only by a next server's write. */
+	int gap = 0;
+	struct corral_error err = {0};
+	if (s->audit && audit_missed(s->audit))
+		gap = audit_flush_gap(s->audit, &err);
+	if (s->audit_failed > 1 || gap)
+		logmsg("audit: %llu records could not be written to %s%s",
+		       (unsigned long long)s->audit_failed, s->audit ? audit_path(s->audit) : "?",
+		       gap > 0   ? "; the gap is recorded (a store_unavailable event)"
+		       : gap < 0 ? "; the gap could not be recorded either"
+		                 : "");
 	audit_close(s->audit);
 	s->audit = NULL;
 	free(s->client_info);
@@ -530,34 +777,97 @@ static void respond(struct server *s, struct call *c, json_t *result)
 	send_line(s, line);
 }
 
-/* Keep the latest output line (truncated) for progress messages, without copying output. */
-static void track_line(struct call *c, const char *buf, size_t n)
+/* Keep the latest output bytes of a call with a progress token, for its progress messages:
+ * a ring of PROGRESS_TAIL bytes, allocated at the first output (none without a token). */
+static void track_tail(struct call *c, const char *buf, size_t n)
 {
-	const char *nl = memrchr(buf, '\n', n);
-	if (!nl) {
-		size_t room = LAST_LINE_MAX - c->cur_len;
-		size_t k = n < room ? n : room;
-		memcpy(c->cur + c->cur_len, buf, k);
-		c->cur_len += k;
+	if (!c->progress_token || !n)
+		return;
+	if (!c->tail && !(c->tail = malloc(PROGRESS_TAIL)))
+		return;
+	if (n >= PROGRESS_TAIL) {
+		memcpy(c->tail, buf + n - PROGRESS_TAIL, PROGRESS_TAIL);
+		c->tail_pos = 0;
+		c->tail_wrapped = true;
 		return;
 	}
-	const char *prev = nl > buf ? memrchr(buf, '\n', (size_t)(nl - buf)) : NULL;
-	if (prev) {
-		size_t k = (size_t)(nl - prev - 1);
-		c->last_len = k < LAST_LINE_MAX ? k : LAST_LINE_MAX;
-		memcpy(c->last, prev + 1, c->last_len);
-	} else {
-		size_t k = (size_t)(nl - buf), room = LAST_LINE_MAX - c->cur_len;
-		if (k > room)
-			k = room;
-		memcpy(c->cur + c->cur_len, buf, k);
-		c->cur_len += k;
-		memcpy(c->last, c->cur, c->cur_len);
-		c->last_len = c->cur_len;
+	size_t k = PROGRESS_TAIL - c->tail_pos;
+	if (k > n)
+		k = n;
+	memcpy(c->tail + c->tail_pos, buf, k);
+	memcpy(c->tail, buf + k, n - k);
+	if (c->tail_pos + n >= PROGRESS_TAIL)
+		c->tail_wrapped = true;
+	c->tail_pos = (c->tail_pos + n) % PROGRESS_TAIL;
+}
+
+/* The progress message: "elapsed 1.5s, 1234 bytes out, last: " and the latest output lines
+ * (at most PROGRESS_LINES, each cut at LAST_LINE_MAX bytes with "...", blank ones skipped,
+ * joined by newlines; the line still being written counts). When the ring has wrapped, its
+ * first line is the end of a longer one: shown as "..." and its last LAST_LINE_MAX bytes.
+ * malloc'ed. */
+static char *progress_text(const struct call *c, uint64_t elapsed_ms)
+{
+	char data[PROGRESS_TAIL];
+	size_t n = 0;
+	if (c->tail && c->tail_wrapped) {
+		memcpy(data, c->tail + c->tail_pos, PROGRESS_TAIL - c->tail_pos);
+		memcpy(data + PROGRESS_TAIL - c->tail_pos, c->tail, c->tail_pos);
+		n = PROGRESS_TAIL;
+	} else if (c->tail) {
+		memcpy(data, c->tail, c->tail_pos);
+		n = c->tail_pos;
 	}
-	size_t rest = n - (size_t)(nl + 1 - buf);
-	c->cur_len = rest < LAST_LINE_MAX ? rest : LAST_LINE_MAX;
-	memcpy(c->cur, nl + 1, c->cur_len);
+	/* the lines, newest first: [start, end) of each */
+	size_t st[PROGRESS_LINES], en[PROGRESS_LINES], k = 0, end = n;
+	bool frag_last = false; /* the oldest kept line is the ring's first, cut at its start */
+	while (end > 0 && k < PROGRESS_LINES) {
+		size_t b = end;
+		while (b > 0 && data[b - 1] != '\n')
+			b--;
+		if (b < end) {
+			st[k] = b;
+			en[k] = end;
+			frag_last = b == 0 && c->tail_wrapped;
+			k++;
+		}
+		end = b > 0 ? b - 1 : 0;
+	}
+	size_t kept = k;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	fprintf(f, "elapsed %.1fs, %llu bytes out", (double)elapsed_ms / 1000.0,
+	        (unsigned long long)c->out_bytes);
+	if (k)
+		fputs(", last: ", f);
+	while (k--) {
+		const char *l = data + st[k];
+		size_t ll = en[k] - st[k];
+		bool cut = false, fragment = frag_last && k == kept - 1;
+		if (ll > LAST_LINE_MAX) {
+			if (fragment) /* the end of a line longer than the ring */
+				l += ll - LAST_LINE_MAX;
+			ll = LAST_LINE_MAX;
+			cut = true;
+		}
+		/* a fragment starts where the ring does: not inside a UTF-8 sequence */
+		for (int i = 0; fragment && i < 3 && ll && ((unsigned char)*l & 0xc0) == 0x80; i++) {
+			l++;
+			ll--;
+		}
+		char *clean = mcp_utf8_clean(l, ll);
+		fprintf(f, "%s%s%s%s", fragment ? "..." : "", clean ? clean : "",
+		        cut && !fragment ? "..." : "", k ? "\n" : "");
+		free(clean);
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
 }
 
 static void on_output(void *ud, int stream, const char *buf, size_t len)
@@ -565,7 +875,7 @@ static void on_output(void *ud, int stream, const char *buf, size_t len)
 	(void)stream;
 	struct call *c = ud;
 	c->out_bytes += len;
-	track_line(c, buf, len);
+	track_tail(c, buf, len);
 }
 
 static void start_pipeline(struct server *s, struct call *c);
@@ -693,19 +1003,15 @@ static struct call *find_call(struct server *s, const json_t *id)
 static void send_progress(struct server *s, struct call *c, uint64_t t)
 {
 	uint64_t el = t - c->t_start;
-	const char *line = c->cur_len ? c->cur : c->last;
-	size_t line_len = c->cur_len ? c->cur_len : c->last_len;
-	char *clean = mcp_utf8_clean(line, line_len);
-	char msg[LAST_LINE_MAX * 3 + 120];
-	snprintf(msg, sizeof(msg), "elapsed %.1fs, %llu bytes out, last: %s%s", (double)el / 1000.0,
-	         (unsigned long long)c->out_bytes, clean ? clean : "",
-	         line_len >= LAST_LINE_MAX ? "..." : "");
-	free(clean);
 	json_t *p = json_object();
 	json_object_set(p, "progressToken", c->progress_token);
 	json_object_set_new(p, "progress", json_integer((json_int_t)el));
-	if (mcp_version_at_least(s->version, "2025-03-26"))
-		json_object_set_new(p, "message", json_string(msg));
+	if (mcp_version_at_least(s->version, "2025-03-26")) {
+		char *msg = progress_text(c, el);
+		if (msg)
+			json_object_set_new(p, "message", json_string(msg));
+		free(msg);
+	}
 	send_line(s, jr_notification_line("notifications/progress", p));
 }
 
@@ -932,6 +1238,8 @@ static void session_free(struct server *s, struct msess *m)
 	}
 	corral_session_close(m->s);
 	m->s = NULL;
+	free(m->cwd);
+	m->cwd = NULL;
 	m->dead = true;
 	m->next = s->dead_sessions;
 	s->dead_sessions = m;
@@ -951,7 +1259,7 @@ static void session_answer(struct server *s, struct msess *m)
 		call_retire(s, c);
 		return;
 	}
-	audit_exec(s, c, res, "session_cmd");
+	audit_exec(s, c, res, "session_cmd", corral_session_id(m->s), c->cancelled);
 	json_t *out = c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version);
 	if (out) {
 		char note[300];
@@ -1008,6 +1316,15 @@ static json_t *job_json(const struct mjob *j)
 	              "dropped_bytes", (json_int_t)o.dropped_bytes);
 	const char *lim = corral_limit_hit_name(o.limit);
 	json_object_set_new(v, "limit", lim ? json_string(lim) : json_null());
+	/* redaction of the job's output so far, as in a run's result */
+	json_t *kinds = json_object();
+	for (unsigned i = 0; i < 16; i++)
+		if (o.redactions_by_kind[i] && corral_redaction_kind_name(i))
+			json_object_set_new(kinds, corral_redaction_kind_name(i),
+			                    json_integer((json_int_t)o.redactions_by_kind[i]));
+	json_object_set_new(v, "redactions",
+	                    json_pack("{s:s, s:I, s:o}", "mode", o.redaction_mode, "count",
+	                              (json_int_t)o.redactions, "kinds", kinds));
 	corral_job_output_free(&o);
 	return v;
 }
@@ -1023,13 +1340,7 @@ static void job_event(struct server *s, struct mjob *j)
 	j->ended = now_ms();
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_job_fd(j->j), NULL);
 	json_t *v = job_json(j);
-	if (audit_ready(s)) {
-		char *d = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		struct corral_error aerr = {0};
-		if (d && audit_record_event(s->audit, "job", NULL, d, &aerr) < 0)
-			audit_failed(s, &aerr);
-		free(d);
-	}
+	audit_job(s, j, j->kill_asked);
 	if (j->killer) {
 		struct call *c = j->killer;
 		j->killer = NULL;
@@ -1131,8 +1442,25 @@ static void stateful_tick(struct server *s)
 	}
 }
 
-static void stateful_shutdown(struct server *s)
+/* The server is going: every job still running is killed, every session closed. With an
+ * audit store, a command a session was running is recorded as cancelled (it has no result:
+ * the session closes under it), and each job is recorded once it has ended (briefly, until
+ * reap_until), as cancelled when it was still running. */
+static void stateful_shutdown(struct server *s, uint64_t reap_until)
 {
+	for (struct mjob *j = s->jobs; j; j = j->next)
+		if (!j->done && corral_job_running(j->j)) {
+			j->kill_asked = true;
+			corral_job_kill(j->j, 0, NULL);
+		}
+	while (s->sessions) {
+		struct msess *m = s->sessions;
+		if (m->waiting) {
+			m->waiting->cancelled = true;
+			audit_cut_off(s, m->waiting, "session_cmd", corral_session_id(m->s));
+		}
+		session_free(s, m); /* its jobs end with it */
+	}
 	while (s->jobs) {
 		struct mjob *j = s->jobs;
 		s->jobs = j->next;
@@ -1140,13 +1468,15 @@ static void stateful_shutdown(struct server *s)
 			j->killer->jkill = NULL;
 			j->killer->cancelled = true;
 		}
+		int r = j->done ? 1 : 0;
+		for (uint64_t t = now_ms(); s->audit && r == 0 && t < reap_until; t = now_ms())
+			r = corral_job_step(j->j, (int)(reap_until - t), NULL);
+		if (!j->done)
+			audit_job(s, j, j->kill_asked);
+		free(j->cwd);
+		corral_result_free(j->iso);
 		corral_job_free(j->j);
 		free(j);
-	}
-	while (s->sessions) {
-		if (s->sessions->waiting)
-			s->sessions->waiting->cancelled = true;
-		session_free(s, s->sessions);
 	}
 }
 
@@ -1205,6 +1535,7 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			 * killed after 100 ms rather than the library's 2 s */
 			struct corral_session_options so = {.term_timeout_ms = 100};
 			if (corral_session_open(plan->cfg, &so, &cs, &err) < 0) {
+				audit_not_started(s, plan, "session_cmd", NULL, &err);
 				r->result =
 				    answer_error("the session could not start: %s", err.message);
 				break;
@@ -1221,6 +1552,8 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			}
 			m->w.kind = W_SESSION;
 			m->s = cs;
+			policy_hash(plan->cfg, m->policy_hash);
+			m->cwd = strdup(plan->cfg->cwd ? plan->cfg->cwd : plan->cfg->workspace);
 			m->next = s->sessions;
 			s->sessions = m;
 			s->n_sessions++;
@@ -1242,6 +1575,8 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		}
 		c->sess = m;
 		c->new_session = fresh;
+		memcpy(c->policy_hash, m->policy_hash, sizeof(c->policy_hash));
+		c->cwd = m->cwd ? strdup(m->cwd) : NULL;
 		m->waiting = c;
 		r->deferred = true;
 		/* the command may be over already (a shell that died unnoticed): no event
@@ -1310,6 +1645,7 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			rc = corral_job_start(plan->cfg, &cj, &err);
 		}
 		if (rc < 0) {
+			audit_not_started(s, plan, "job", sid, &err);
 			r->result = answer_error("the job could not start: %s", err.message);
 			break;
 		}
@@ -1328,6 +1664,17 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			snprintf(j->session, sizeof(j->session), "%s", sid);
 		j->started = now_ms();
 		j->started_wall = wall_ms();
+		if (m) {
+			memcpy(j->policy_hash, m->policy_hash, sizeof(j->policy_hash));
+			if ((j->iso = result_new()) &&
+			    corral_session_copy_isolation(m->s, j->iso) < 0) {
+				corral_result_free(j->iso);
+				j->iso = NULL;
+			}
+		} else {
+			policy_hash(plan->cfg, j->policy_hash);
+			j->cwd = strdup(plan->cfg->cwd ? plan->cfg->cwd : plan->cfg->workspace);
+		}
 		j->next = s->jobs;
 		s->jobs = j;
 		json_t *v = job_json(j);
@@ -1382,6 +1729,7 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			break;
 		}
 		corral_job_kill(j->j, s->o->kill_after_ms, &err);
+		j->kill_asked = true;
 		struct call *c = deferred_call(s, id, token, plan);
 		if (!c) {
 			r->code = JR_INTERNAL_ERROR;
@@ -1423,9 +1771,6 @@ static void pipeline_respond(struct server *s, struct call *c,
 	}
 	json_t *structured = json_loads(json, 0, NULL);
 	free(json);
-	/* every stage in the audit record, as a pipeline stage */
-	for (size_t i = 0; i < pr->n_stages; i++)
-		audit_exec(s, c, pr->stages[i], "pipeline_stage");
 	if (!structured) {
 		respond(s, c, mcp_tool_error("internal error: the pipeline result is not JSON"));
 		return;
@@ -1508,6 +1853,7 @@ static void start_pipeline(struct server *s, struct call *c)
 		free(v);
 	}
 	c->started_wall_ms = wall_ms();
+	policy_hash(c->plan.cfg, c->policy_hash);
 	free(c->cwd);
 	c->cwd = strdup(c->plan.cfg->cwd ? c->plan.cfg->cwd : c->plan.cfg->workspace);
 	int before = -1;
@@ -1532,6 +1878,7 @@ static void start_pipeline(struct server *s, struct call *c)
 	if (r < 0) {
 		char msg[700];
 		snprintf(msg, sizeof(msg), "the pipeline could not start: %s", err.message);
+		audit_not_started(s, &c->plan, "mcp_call", NULL, &err);
 		respond(s, c, mcp_tool_error(msg));
 		c->state = CALL_QUEUED; /* not counted as running */
 		call_retire(s, c);
@@ -1555,6 +1902,7 @@ static void step_pipeline(struct server *s, struct call *c)
 	} else {
 		struct corral_pipeline_result *pr = NULL;
 		if (corral_pipeline_result(c->pl, &pr, &err) == 0) {
+			audit_pipeline(s, c, pr);
 			if (c->cancelled)
 				respond(s, c, NULL);
 			else
@@ -1909,20 +2257,30 @@ static void shutdown_all(struct server *s)
 			else
 				corral_pipeline_cancel(c->pl, 0, NULL);
 		}
-	stateful_shutdown(s);
-	/* With an audit store, let each killed run end in a result (briefly) so that it is
-	 * recorded as cancelled; corral_proc_destroy below reaps whatever is left. */
+	/* With an audit store, let each killed run, pipeline and job end in a result (briefly)
+	 * so that it is recorded as cancelled; corral_proc_destroy and corral_pipeline_destroy
+	 * below reap whatever is left. */
 	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
+	stateful_shutdown(s, reap_until);
 	for (struct call *c = s->calls; c && s->audit; c = c->next) {
-		if (c->state != CALL_RUNNING || !c->proc)
+		if (c->state != CALL_RUNNING || (!c->proc && !c->pl))
 			continue;
 		int r = 0;
 		for (uint64_t t = now_ms(); r == 0 && t < reap_until; t = now_ms())
-			r = corral_proc_step(c->proc, (int)(reap_until - t), NULL);
-		struct corral_result *res = NULL;
-		if (r == 1 && corral_proc_result(c->proc, &res, NULL) == 0) {
-			audit_call(s, c, res);
-			corral_result_free(res);
+			r = c->proc ? corral_proc_step(c->proc, (int)(reap_until - t), NULL)
+			            : corral_pipeline_step(c->pl, (int)(reap_until - t), NULL);
+		if (r == 1 && c->proc) {
+			struct corral_result *res = NULL;
+			if (corral_proc_result(c->proc, &res, NULL) == 0) {
+				audit_call(s, c, res);
+				corral_result_free(res);
+			}
+		} else if (r == 1) {
+			struct corral_pipeline_result *pr = NULL;
+			if (corral_pipeline_result(c->pl, &pr, NULL) == 0) {
+				audit_pipeline(s, c, pr);
+				corral_pipeline_result_free(pr);
+			}
 		}
 	}
 	while (s->calls) {

@@ -20,20 +20,16 @@ struct language {
 	const char *name; /* as in the schema */
 	const char *exe;  /* run by name from the sandbox PATH */
 	bool present;
+	char why[300]; /* when not present: why not, for the refusal */
 };
 
 static struct language languages[] = {
-    {"python", "python3", false},
-    {"node", "node", false},
-    {"bash", "bash", false},
-    {"sh", "sh", false},
+    {"python", "python3", false, ""},
+    {"node", "node", false, ""},
+    {"bash", "bash", false, ""},
+    {"sh", "sh", false, ""},
 };
 #define N_LANGUAGES (sizeof(languages) / sizeof(languages[0]))
-
-/* The sandbox's PATH (src/env.c): an interpreter is offered only when the sandbox can find
- * it there, because only system directories are visible inside. */
-static const char *const sandbox_path[] = {"/usr/local/bin",  "/usr/bin",  "/bin",
-                                           "/usr/local/sbin", "/usr/sbin", "/sbin"};
 
 /* With stdin given, the code travels in this variable; execve limits one string to 128 KiB
  * (MAX_ARG_STRLEN), "CORRAL_CODE=" and the NUL included. */
@@ -41,19 +37,38 @@ static const char *const sandbox_path[] = {"/usr/local/bin",  "/usr/bin",  "/bin
 /* Bytes of the command shown in the headline of a result. */
 #define HEADLINE_MAX 1000
 
+/* The wrapper that writes the code to a file runs as /bin/sh -c: a language is offered only
+ * when the server's policy lets the sandbox execute both /bin/sh and the interpreter (the
+ * same answer can_i gives: found through the sandbox's PATH, visible, and not refused by a
+ * command rule). Asked once, at start: the policy is fixed for the server's life. Returns
+ * true when allowed; else why says why not. */
+static bool exec_allowed(const struct mcp_options *o, const char *prog, char *why, size_t n)
+{
+	char *doc = NULL;
+	int r = corral_policy_query(o->base, "exec", prog, &doc, NULL);
+	json_t *a = doc ? json_loads(doc, 0, NULL) : NULL;
+	free(doc);
+	const char *rule = json_string_value(json_object_get(a, "rule"));
+	const char *reason = json_string_value(json_object_get(a, "reason"));
+	if (r != 1)
+		snprintf(why, n, "the server's policy does not let the sandbox execute %s (%s%s%s)",
+		         prog, reason && *reason ? reason : "denied",
+		         rule && *rule ? "; rule: " : "", rule && *rule ? rule : "");
+	json_decref(a);
+	return r == 1;
+}
+
 void mcp_tools_init(const struct mcp_options *o)
 {
-	(void)o;
+	char shell_why[240];
+	bool shell = exec_allowed(o, "/bin/sh", shell_why, sizeof(shell_why));
 	for (size_t i = 0; i < N_LANGUAGES; i++) {
-		languages[i].present = false;
-		for (size_t d = 0; d < sizeof(sandbox_path) / sizeof(sandbox_path[0]); d++) {
-			char path[256];
-			snprintf(path, sizeof(path), "%s/%s", sandbox_path[d], languages[i].exe);
-			if (access(path, X_OK) == 0) {
-				languages[i].present = true;
-				break;
-			}
-		}
+		struct language *L = &languages[i];
+		L->why[0] = '\0';
+		if (!shell)
+			snprintf(L->why, sizeof(L->why), "run_code writes the code with /bin/sh, and %.240s",
+			         shell_why);
+		L->present = shell && exec_allowed(o, L->exe, L->why, sizeof(L->why));
 	}
 }
 
@@ -152,6 +167,162 @@ static const char output_schema_json[] =
     "{\"type\":\"string\"}}}"
     "}}";
 
+/* can_i's answers: one policy answer as corral_policy_query gives it, or several. */
+static const char can_i_output_schema_json[] =
+    "{\"type\":\"object\","
+    "\"description\":\"The policy's answer, as `corral policy check --json` prints it; with "
+    "queries, one answer per query in answers\","
+    "\"properties\":{"
+    "\"op\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"exec\",\"connect\"]},"
+    "\"target\":{\"type\":\"string\"},"
+    "\"allowed\":{\"type\":\"boolean\"},"
+    "\"rule\":{\"type\":\"string\",\"description\":\"the rule or layer that decides\"},"
+    "\"reason\":{\"type\":\"string\",\"description\":\"why, and what to do instead\"},"
+    "\"answers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"required\":[\"op\",\"target\",\"allowed\",\"rule\"],"
+    "\"properties\":{\"op\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"},"
+    "\"allowed\":{\"type\":\"boolean\"},\"rule\":{\"type\":\"string\"},"
+    "\"reason\":{\"type\":\"string\"}}}}"
+    "}}";
+
+/* The answers of the session, job and pipeline tools (docs/mcp.md), flattened the same way.
+ * A job's state, as job_start, job_output, job_kill and job_list report it: */
+static const char job_props_json[] =
+    "{\"job\":{\"type\":\"string\",\"description\":\"the job id\"},"
+    "\"command\":{\"type\":\"string\"},"
+    "\"session\":{\"type\":[\"string\",\"null\"],\"description\":\"the session it runs in, or "
+    "null for a sandbox of its own\"},"
+    "\"running\":{\"type\":\"boolean\"},"
+    "\"exit_code\":{\"type\":[\"integer\",\"null\"],\"description\":\"null while it runs or "
+    "when a signal ended it\"},"
+    "\"signal\":{\"type\":[\"integer\",\"null\"]},"
+    "\"duration_ms\":{\"type\":\"integer\",\"minimum\":0},"
+    "\"total_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"output written so "
+    "far, both streams\"},"
+    "\"dropped_bytes\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"output the ring "
+    "buffer no longer holds\"},"
+    "\"limit\":{\"type\":[\"string\",\"null\"],\"description\":\"the limit that ended it\"}}";
+static const char *const job_required[] = {"job",         "command",       "session",
+                                           "running",     "exit_code",     "signal",
+                                           "duration_ms", "total_bytes",   "dropped_bytes",
+                                           "limit",       NULL};
+
+static json_t *str_array(const char *const *v)
+{
+	json_t *a = json_array();
+	for (; *v; v++)
+		json_array_append_new(a, json_string(*v));
+	return a;
+}
+
+static json_t *job_schema(const char *description)
+{
+	json_t *props = json_loads(job_props_json, 0, NULL);
+	if (!props)
+		return NULL;
+	return json_pack("{s:s, s:s, s:o, s:o}", "type", "object", "description", description,
+	                 "required", str_array(job_required), "properties", props);
+}
+
+/* The outputSchema of a tool that answers with structuredContent, or NULL. */
+static json_t *output_schema(enum mcp_tool_id id)
+{
+	json_t *o = NULL, *p;
+	switch (id) {
+	case TOOL_RUN_COMMAND:
+	case TOOL_RUN_CODE:
+	case TOOL_SHELL_EXEC:
+		return json_loads(output_schema_json, 0, NULL);
+	case TOOL_CAN_I:
+		return json_loads(can_i_output_schema_json, 0, NULL);
+	case TOOL_SHELL_CLOSE:
+		return json_pack("{s:s, s:s, s:[s,s,s], s:{s:{s:s}, s:{s:s}, s:{s:s}}}", "type",
+		                 "object", "description", "The session that was closed",
+		                 "required", "closed", "was_busy", "commands", "properties",
+		                 "closed", "type", "string", "was_busy", "type", "boolean",
+		                 "commands", "type", "integer");
+	case TOOL_SHELL_LIST: {
+		json_t *item = json_pack(
+		    "{s:s, s:[s,s,s,s,s,s,s,s,s], s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, "
+		    "s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}}}",
+		    "type", "object", "required", "session", "alive", "busy", "commands", "restarts",
+		    "jobs", "idle_s", "output_bytes", "shell", "properties", "session", "type",
+		    "string", "alive", "type", "boolean", "busy", "type", "boolean", "commands",
+		    "type", "integer", "restarts", "type", "integer", "jobs", "type", "integer",
+		    "idle_s", "type", "number", "output_bytes", "type", "integer", "shell", "type",
+		    "string");
+		return json_pack("{s:s, s:s, s:[s,s,s], s:{s:{s:s, s:o}, s:{s:s}, s:{s:s}}}",
+		                 "type", "object", "description", "The open shell sessions",
+		                 "required", "sessions", "max_sessions", "idle_expiry_s",
+		                 "properties", "sessions", "type", "array", "items", item,
+		                 "max_sessions", "type", "integer", "idle_expiry_s", "type",
+		                 "number");
+	}
+	case TOOL_JOB_START:
+		o = job_schema("The job, started");
+		p = json_object_get(o, "properties");
+		json_object_set_new(p, "hint", json_pack("{s:s}", "type", "string"));
+		return o;
+	case TOOL_JOB_OUTPUT: {
+		o = job_schema("The job's state and its output after since_offset");
+		p = json_object_get(o, "properties");
+		json_t *req = json_object_get(o, "required");
+		static const char *const ints[] = {"from_offset", "next_offset", "missed_bytes"};
+		json_object_set_new(p, "stdout", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(p, "stderr", json_pack("{s:s}", "type", "string"));
+		for (size_t i = 0; i < 3; i++)
+			json_object_set_new(p, ints[i],
+			                    json_pack("{s:s, s:i}", "type", "integer", "minimum", 0));
+		json_object_set_new(p, "more", json_pack("{s:s}", "type", "boolean"));
+		static const char *const more[] = {"stdout",      "stderr",       "from_offset",
+		                                   "next_offset", "missed_bytes", "more"};
+		for (size_t i = 0; i < 6; i++)
+			json_array_append_new(req, json_string(more[i]));
+		return o;
+	}
+	case TOOL_JOB_KILL:
+		return job_schema("The job's state once nothing of it is left");
+	case TOOL_JOB_LIST:
+		return json_pack("{s:s, s:s, s:[s,s,s], s:{s:{s:s, s:o}, s:{s:s}, s:{s:s}}}",
+		                 "type", "object", "description",
+		                 "The background jobs, running and finished", "required", "jobs",
+		                 "running", "max_jobs", "properties", "jobs", "type", "array",
+		                 "items", job_schema("A job"), "running", "type", "integer",
+		                 "max_jobs", "type", "integer");
+	case TOOL_RUN_PIPELINE: {
+		/* docs/pipeline.schema.json, with each stage a run result as above */
+		json_t *run = json_loads(output_schema_json, 0, NULL);
+		json_t *err = run ? json_deep_copy(json_object_get(json_object_get(run, "properties"),
+		                                                   "error"))
+		                  : NULL;
+		json_t *props = json_pack(
+		    "{s:{s:s}, s:{s:b}, s:{s:s, s:i, s:i}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, "
+		    "s:{s:s, s:i}, s:{s:s, s:s}, s:{s:s, s:i}, s:{s:s}, s:{s:s, s:{s:s}}, s:o, "
+		    "s:{s:s, s:s, s:o}}",
+		    "id", "type", "string", "pipeline", "const", 1, "exit_code", "type", "integer",
+		    "minimum", 0, "maximum", 255, "failed_stage", "type", "integer", "null",
+		    "timed_out", "type", "boolean", "cancelled", "type", "boolean", "duration_ms",
+		    "type", "integer", "minimum", 0, "stdout", "type", "string", "description",
+		    "the last stage's stdout", "stdout_bytes", "type", "integer", "minimum", 0,
+		    "stdout_truncated", "type", "boolean", "stopped_stages", "type", "array",
+		    "items", "type", "integer", "error", err ? err : json_object(), "stages", "type",
+		    "array", "description", "each stage's run result", "items",
+		    run ? run : json_object());
+		if (run)
+			json_object_del(run, "description");
+		return json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s,s,s,s,s,s], s:o}", "type", "object",
+		                 "description",
+		                 "The pipeline result, as `corral run --pipe ... --json` prints it "
+		                 "(docs/pipeline.schema.json)",
+		                 "required", "id", "pipeline", "exit_code", "failed_stage",
+		                 "timed_out", "cancelled", "duration_ms", "stdout", "stdout_bytes",
+		                 "stdout_truncated", "stopped_stages", "error", "stages",
+		                 "properties", props);
+	}
+	}
+	return NULL;
+}
+
 /* A description built in a fixed buffer may have been cut inside a UTF-8 sequence (a long
  * workspace path): drop the incomplete tail, since JSON text must be UTF-8. In place. */
 static char *utf8_tail_fix(char *s)
@@ -247,24 +418,6 @@ static void describe_sandbox(char *buf, size_t n, const struct mcp_options *o)
 	free(ws);
 }
 
-/* can_i's answers: one policy answer as corral_policy_query gives it, or several. */
-static const char can_i_output_schema_json[] =
-    "{\"type\":\"object\","
-    "\"description\":\"The policy's answer, as `corral policy check --json` prints it; with "
-    "queries, one answer per query in answers\","
-    "\"properties\":{"
-    "\"op\":{\"type\":\"string\",\"enum\":[\"read\",\"write\",\"exec\",\"connect\"]},"
-    "\"target\":{\"type\":\"string\"},"
-    "\"allowed\":{\"type\":\"boolean\"},"
-    "\"rule\":{\"type\":\"string\",\"description\":\"the rule or layer that decides\"},"
-    "\"reason\":{\"type\":\"string\",\"description\":\"why, and what to do instead\"},"
-    "\"answers\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
-    "\"required\":[\"op\",\"target\",\"allowed\",\"rule\"],"
-    "\"properties\":{\"op\":{\"type\":\"string\"},\"target\":{\"type\":\"string\"},"
-    "\"allowed\":{\"type\":\"boolean\"},\"rule\":{\"type\":\"string\"},"
-    "\"reason\":{\"type\":\"string\"}}}}"
-    "}}";
-
 #define CAN_I_MAX_QUERIES 64
 
 static json_t *can_i_query_props(void)
@@ -311,7 +464,7 @@ static json_t *can_i_entry(const struct mcp_options *o, const char *version)
 	                      utf8_tail_fix(desc), "inputSchema", schema);
 	if (mcp_version_at_least(version, "2025-06-18")) {
 		json_object_set_new(e, "title", json_string("Ask the sandbox policy"));
-		json_t *out = json_loads(can_i_output_schema_json, 0, NULL);
+		json_t *out = output_schema(TOOL_CAN_I);
 		if (out)
 			json_object_set_new(e, "outputSchema", out);
 	}
@@ -487,11 +640,9 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 	                      utf8_tail_fix(desc), "inputSchema", schema);
 	if (mcp_version_at_least(version, "2025-06-18")) {
 		json_object_set_new(e, "title", json_string(t->title));
-		if (t->id == TOOL_SHELL_EXEC) {
-			json_t *out = json_loads(output_schema_json, 0, NULL);
-			if (out)
-				json_object_set_new(e, "outputSchema", out);
-		}
+		json_t *out = output_schema(t->id);
+		if (out)
+			json_object_set_new(e, "outputSchema", out);
 	}
 	if (mcp_version_at_least(version, "2025-03-26"))
 		json_object_set_new(e, "annotations",
@@ -540,7 +691,8 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 			}
 		json_t *lang =
 		    prop("string", "The interpreter: python (python3), node, bash or sh; "
-		                   "only those present on this host are offered.");
+		                   "only those installed and allowed by this server's policy are "
+		                   "offered.");
 		json_object_set_new(lang, "enum", langs);
 		json_object_set_new(props, "language", lang);
 		json_object_set_new(props, "code", prop("string", "The program text."));
@@ -555,7 +707,7 @@ static json_t *tool_entry(const struct tool *t, const struct mcp_options *o, con
 	                      utf8_tail_fix(desc), "inputSchema", schema);
 	if (mcp_version_at_least(version, "2025-06-18")) {
 		json_object_set_new(e, "title", json_string(t->title));
-		json_t *out = json_loads(output_schema_json, 0, NULL);
+		json_t *out = output_schema(t->id);
 		if (out)
 			json_object_set_new(e, "outputSchema", out);
 	}
@@ -605,6 +757,16 @@ static int bad(char *why, size_t n, const char *fmt, ...)
 	vsnprintf(why, n, fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+/* "field: message" for a library error about an argument, without saying the field twice
+ * when the message already starts with it (the library's cwd errors do). */
+static int bad_field(char *why, size_t n, const char *field, const char *msg)
+{
+	size_t fl = strlen(field);
+	if (!strncmp(msg, field, fl) && msg[fl] == ':' && msg[fl + 1] == ' ')
+		msg += fl + 2;
+	return bad(why, n, "%s: %s", field, msg);
 }
 
 /* A string argument without NUL bytes (C strings cannot carry them). */
@@ -696,7 +858,7 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 	if (get_cstring(args, "cwd", &cwd, why, n) < 0)
 		return -1;
 	if (cwd && corral_config_set_cwd(plan->cfg, cwd, &err) < 0)
-		return bad(why, n, "cwd: %s", err.message);
+		return bad_field(why, n, "cwd", err.message);
 
 	plan->timeout_ms = o->timeout_ms;
 	json_t *t = json_object_get(args, "timeout_s");
@@ -718,7 +880,7 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		plan->timeout_ms = (uint64_t)ms;
 		if (corral_config_set_timeout_ms(plan->cfg, plan->timeout_ms, o->kill_after_ms,
 		                                 &err) < 0)
-			return bad(why, n, "timeout_s: %s", err.message);
+			return bad_field(why, n, "timeout_s", err.message);
 	}
 
 	json_t *in = json_object_get(args, "stdin");
@@ -728,7 +890,7 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 		if (json_string_length(in) &&
 		    corral_config_set_stdin_data(plan->cfg, json_string_value(in),
 		                                 json_string_length(in), &err) < 0)
-			return bad(why, n, "stdin: %s", err.message);
+			return bad_field(why, n, "stdin", err.message);
 	}
 
 	json_t *env = json_object_get(args, "env");
@@ -843,7 +1005,7 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 		if (!*cmd)
 			return bad(why, n, "command: must not be empty");
 		if (corral_config_set_shell(plan->cfg, cmd, &err) < 0)
-			return bad(why, n, "command: %s", err.message);
+			return bad_field(why, n, "command", err.message);
 		plan->command = strdup(cmd);
 		const char *v[] = {"/bin/sh", "-c", cmd, NULL};
 		plan->argv = strv_dup(v);
@@ -887,22 +1049,37 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 	}
 	free(v);
 	if (r < 0)
-		return bad(why, n, "argv: %s", err.message);
+		return bad_field(why, n, "argv", err.message);
 	return plan->argv && plan->display ? 0 : bad(why, n, "out of memory");
 }
 
-/* The code reaches a file in the sandbox's private /tmp through standard input (cat), or,
- * when the call gives its own stdin, through CORRAL_CODE, which the shell unsets before it
- * execs the interpreter. */
+/* The code reaches a file in the sandbox's private /tmp by shell builtins only (a command
+ * allow-list that admits /bin/sh and the interpreter needs nothing else): set -C creates the
+ * file exclusively (O_EXCL: never an existing file or a planted symlink, also with the host's
+ * /tmp in --mode none; a bare redirection, since a failed one on a special builtin such as
+ * ":" ends a POSIX shell), then printf writes the code from CORRAL_CODE, which the shell unsets
+ * before it execs the interpreter. Code too long for one variable (without a stdin of the
+ * call's own) arrives on standard input instead and is copied line by line with read. */
+static const char code_file_prelude[] =
+    "umask 077; set -C; i=0; "
+    "until f=${TMPDIR:-/tmp}/corral-code.$$.$i; 2>/dev/null >\"$f\"; do "
+    "i=$((i+1)); if [ $i -ge 50 ]; then "
+    "echo \"corral: cannot create a file for the code in ${TMPDIR:-/tmp}\" >&2; exit 125; "
+    "fi; done; set +C; ";
+static const char code_write_fail[] =
+    "|| { echo 'corral: cannot write the code to a file in /tmp' >&2; exit 125; }; ";
+
 static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
 {
 	struct corral_error err = {0};
 	const char *lang;
 	if (get_cstring(args, "language", &lang, why, n) < 0)
 		return -1;
-	const struct language *L = NULL;
+	const struct language *L = NULL, *known = NULL;
 	char names[100] = "";
 	for (size_t i = 0; i < N_LANGUAGES; i++) {
+		if (lang && !strcmp(languages[i].name, lang))
+			known = &languages[i];
 		if (!languages[i].present)
 			continue;
 		if (names[0])
@@ -913,9 +1090,13 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 	}
 	if (!lang)
 		return bad(why, n, "language: required (one of: %s)", names);
+	if (!L && known)
+		return bad(why, n, "language: '%s' is not available on this server: %s; choose one "
+		                   "of: %s",
+		           known->name, known->why[0] ? known->why : "not offered", names);
 	if (!L)
-		return bad(why, n, "language: '%.40s' is not available here; choose one of: %s",
-		           lang, names);
+		return bad(why, n, "language: '%.40s' is not supported; choose one of: %s", lang,
+		           names);
 	json_t *code = json_object_get(args, "code");
 	if (!code)
 		return bad(why, n, "code: required (the program text)");
@@ -927,34 +1108,33 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 	bool own_stdin = json_object_get(args, "stdin") != NULL;
 	char *script = NULL;
 	int r;
-	const char *fail = "|| { echo 'corral: cannot write the code to a file in /tmp' >&2; exit "
-	                   "125; }; ";
-	if (own_stdin) {
-		if (len > CODE_ENV_MAX)
-			return bad(
-			    why, n,
-			    "code: %zu bytes is too long together with stdin (at most %d bytes "
-			    "then; without stdin the code may be as long as a message allows)",
-			    len, CODE_ENV_MAX);
+	if (own_stdin && len > CODE_ENV_MAX)
+		return bad(why, n,
+		           "code: %zu bytes is too long together with stdin (at most %d bytes "
+		           "then; without stdin the code may be as long as a message allows)",
+		           len, CODE_ENV_MAX);
+	if (len <= CODE_ENV_MAX) {
 		r = asprintf(&script,
-		             "f=$(mktemp \"${TMPDIR:-/tmp}/corral-code.XXXXXX\") && printf '%%s' "
-		             "\"$CORRAL_CODE\" >\"$f\" %sunset CORRAL_CODE; exec %s \"$f\"",
-		             fail, L->exe);
+		             "%sprintf '%%s' \"$CORRAL_CODE\" >>\"$f\" %sunset CORRAL_CODE; "
+		             "exec %s \"$f\"%s",
+		             code_file_prelude, code_write_fail, L->exe,
+		             own_stdin ? "" : " </dev/null");
 		if (r >= 0 && corral_config_setenv(plan->cfg, "CORRAL_CODE",
 		                                   json_string_value(code), &err) < 0) {
 			free(script);
-			return bad(why, n, "code: %s", err.message);
+			return bad_field(why, n, "code", err.message);
 		}
 	} else {
+		/* IFS= read -r keeps every byte of a line; the last line may lack its newline */
 		r = asprintf(&script,
-		             "f=$(mktemp \"${TMPDIR:-/tmp}/corral-code.XXXXXX\") && cat >\"$f\" "
-		             "%sexec %s \"$f\" </dev/null",
-		             fail, L->exe);
-		if (r >= 0 && len &&
+		             "%s{ while IFS= read -r l; do printf '%%s\\n' \"$l\"; done; "
+		             "printf '%%s' \"$l\"; } >>\"$f\" %sexec %s \"$f\" </dev/null",
+		             code_file_prelude, code_write_fail, L->exe);
+		if (r >= 0 &&
 		    corral_config_set_stdin_data(plan->cfg, json_string_value(code), len, &err) <
 		        0) {
 			free(script);
-			return bad(why, n, "code: %s", err.message);
+			return bad_field(why, n, "code", err.message);
 		}
 	}
 	if (r < 0)
@@ -968,7 +1148,7 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 			plan->display = NULL;
 	} else {
 		free(script);
-		return bad(why, n, "code: %s", err.message);
+		return bad_field(why, n, "code", err.message);
 	}
 	return plan->argv && plan->display ? 0 : bad(why, n, "out of memory");
 }
@@ -1093,7 +1273,7 @@ static int prepare_stateful(const struct mcp_options *o, enum mcp_tool_id id, co
 		if (!(plan->cfg = base_config(o, why, n)))
 			return -1;
 		if (corral_config_set_shell(plan->cfg, s, &err) < 0)
-			return bad(why, n, "command: %s", err.message);
+			return bad_field(why, n, "command", err.message);
 		plan->command = strdup(s);
 		if (asprintf(&plan->display, "$ %s &", s) < 0)
 			plan->display = NULL;

@@ -16,6 +16,8 @@
  * leaving things as found, and report the cgroup as unusable: corral should then be started
  * in a scope of its own (systemd-run --user --scope -p Delegate=yes).
  */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -52,6 +54,7 @@ struct cgroup_handle {
 /* Where our own cgroups are, as seen through this mount namespace. */
 struct cg_layout {
 	char v2[PATH_MAX];        /* base of our v2 subtree, "" without a cgroup2 mount */
+	char v2root[PATH_MAX];    /* where the cgroup2 mount shows its root ("" if none) */
 	char v1[CTL_N][PATH_MAX]; /* our cgroup in each v1 hierarchy, "" when not mounted */
 };
 
@@ -259,6 +262,9 @@ static int find_layout(struct cg_layout *l)
 		if (strcmp(fstype, "cgroup2") == 0 && v2path[0] && !l->v2[0])
 			if (mount_path(l->v2, f[4], f[3], v2path) < 0)
 				l->v2[0] = '\0';
+		if (strcmp(fstype, "cgroup2") == 0 && !strcmp(f[3], "/") && !l->v2root[0] &&
+		    strlen(f[4]) < PATH_MAX)
+			strcpy(l->v2root, f[4]);
 		for (int c = 0; strcmp(fstype, "cgroup") == 0 && c < CTL_N; c++)
 			if (v1path[c][0] && !l->v1[c][0] && list_has(super, ctl_names[c], ','))
 				if (mount_path(l->v1[c], f[4], f[3], v1path[c]) < 0)
@@ -366,6 +372,25 @@ static int choose(struct cg_layout *l, char *detail, size_t len)
 		snprintf(detail, len, "%s", why2);
 		return 2;
 	}
+	/* Root whose own cgroup is shared (a login session or a service's scope, the usual case
+	 * on a v2 host) makes its own subtree under the hierarchy's root, which the
+	 * no-internal-process rule exempts. Without it root would get no process limit at all:
+	 * the kernel exempts uid 0 from RLIMIT_NPROC. */
+	if (geteuid() == 0 && l->v2[0] && l->v2root[0] && strcmp(l->v2root, l->v2) != 0) {
+		struct cg_layout *r = malloc(sizeof(*r));
+		char whyr[PATH_MAX + 256];
+		if (r) {
+			*r = *l;
+			strcpy(r->v2, r->v2root);
+			if (v2_usable(r, whyr, sizeof(whyr))) {
+				strcpy(l->v2, l->v2root);
+				snprintf(detail, len, "%s (root's own subtree under %s)", whyr, l->v2root);
+				free(r);
+				return 2;
+			}
+			free(r);
+		}
+	}
 	if (v1_usable(l, why1, sizeof(why1))) {
 		snprintf(detail, len, "%s", why1);
 		return 1;
@@ -396,6 +421,36 @@ static int fail(struct corral_error *err, int e, const char *what, const char *p
 
 /* mkdir base/corral/name. enable (v2) is written to the parent's subtree_control first. A
  * concurrent destroy may remove an empty parent between our steps, so ENOENT retries. */
+/* Run directories whose supervisor died by SIGKILL stay behind, empty (nothing else can
+ * remove them). When the shared parent holds more than a handful of children, remove the
+ * empty ones whose supervisor (the pid in the name) is gone: rmdir refuses a populated one,
+ * so a live run elsewhere is never touched. kernfs counts subdirectories in st_nlink, so
+ * the check costs one stat. */
+#define STALE_SWEEP_AT 16
+static void sweep_stale(const char *parent)
+{
+	struct stat st;
+	if (stat(parent, &st) < 0 || st.st_nlink < 2 + STALE_SWEEP_AT)
+		return;
+	DIR *d = opendir(parent);
+	if (!d)
+		return;
+	for (struct dirent *e; (e = readdir(d));) {
+		int pid = 0;
+		unsigned n = 0;
+		char tail;
+		if (sscanf(e->d_name, "corral-%d-%u%c", &pid, &n, &tail) != 2 || pid <= 0 ||
+		    pid == getpid())
+			continue;
+		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		char dir[PATH_MAX];
+		if (join(dir, parent, e->d_name) == 0)
+			rmdir(dir);
+	}
+	closedir(d);
+}
+
 static int make_run_dir(const char *base, const char *name, const char *enable, char **out,
                         struct corral_error *err)
 {
@@ -411,6 +466,8 @@ static int make_run_dir(const char *base, const char *name, const char *enable, 
 		if (rc < 0)
 			return fail(err, -rc, "enable controllers in", parent,
 			            "check cgroup.controllers of its parent");
+		if (tries == 0)
+			sweep_stale(parent);
 		if (mkdir(dir, 0755) == 0)
 			break;
 		/* EEXIST: left by a crashed supervisor that had our pid; rmdir works if empty. */
@@ -642,7 +699,20 @@ uint64_t cgroup_oom_count(struct cgroup_handle *cg)
 
 int cgroup_pids_hit(struct cgroup_handle *cg)
 {
-	return cg && key_value_at(ctl_dir(cg, CTL_PIDS), "pids.events", "max") > 0;
+	const char *d = cg ? ctl_dir(cg, CTL_PIDS) : NULL;
+	/* "max" counts forks refused in this cgroup (v1, and v2 before 6.13 or with
+	 * pids_localevents) whichever cgroup's limit refused them: a parent's budget running
+	 * out (the server's, the host's) counts here too. The peak tells them apart: only a
+	 * peak at our own pids.max means our limit was the one reached. */
+	if (!d || key_value_at(d, "pids.events", "max") == 0)
+		return 0;
+	autofree char *max = read_at(d, "pids.max");
+	autofree char *peak = read_at(d, "pids.peak");
+	if (!max || !peak) /* older kernels lack pids.peak: which limit refused is unknown */
+		return 3;
+	if (!strncmp(max, "max", 3))
+		return 2;
+	return strtoull(peak, NULL, 10) >= strtoull(max, NULL, 10) ? 1 : 2;
 }
 
 uint64_t cgroup_peak_kb(struct cgroup_handle *cg)

@@ -230,6 +230,15 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 	             req->workspace_ro ? LL_READ | LL_EXEC : LL_READ | LL_WRITE | LL_EXEC, 0) < 0)
 		goto oom;
 	plan->ops[plan->n_ops - 1].no_symlinks = 1;
+	/* The directories on the way to a protected path become mount points of their own
+	 * (read-write, as in the workspace), so renaming or removing them fails with EBUSY: a
+	 * renamed .git would carry the read-only mounts of its hooks and config away with it.
+	 * Before the extra trees, so that a read-only tree over one of them still wins. */
+	for (size_t i = 0; i < req->n_pin; i++) {
+		if (plan_add(plan, &cap, MOP_BIND_RW, req->pin[i], req->pin[i], 1, 0, 0) < 0)
+			goto oom;
+		plan->ops[plan->n_ops - 1].no_symlinks = 1;
+	}
 	if (plan_extra(plan, &cap, req) < 0)
 		goto oom;
 	/* Protected paths: read-only over themselves. Landlock does not mirror these (it cannot

@@ -78,6 +78,10 @@ struct mount_request {
 	char *const *protect; /* existing paths inside the workspace, bound read-only over
 	                         themselves */
 	size_t n_protect;
+	char *const *pin; /* directories inside the workspace on the way to a protected path,
+	                     bound read-write over themselves (shallowest first) so that the
+	                     sandbox cannot rename or remove them */
+	size_t n_pin;
 };
 
 /* Parent: build the plan: system read-only, an allow-list of /etc (or only what the loader
@@ -198,7 +202,9 @@ int cgroup_attach(struct cgroup_handle *cg, pid_t pid, struct corral_error *err)
 int cgroup_oom_killed(struct cgroup_handle *cg);
 /* Parent: OOM kills in the cgroup so far (sessions compare it per command). */
 uint64_t cgroup_oom_count(struct cgroup_handle *cg);
-/* Parent: did a fork fail at pids.max (pids.events max)? */
+/* Parent: did a fork fail in the cgroup (pids.events max), and at whose limit? 0 none; 1 at
+ * the run's own pids.max (pids.peak reached it); 2 below it: a parent cgroup's budget ran
+ * out; 3 a failure, but which limit is unknown (no pids.peak on this kernel). */
 int cgroup_pids_hit(struct cgroup_handle *cg);
 /* Parent: peak memory in KiB, or 0 when unknown. */
 uint64_t cgroup_peak_kb(struct cgroup_handle *cg);

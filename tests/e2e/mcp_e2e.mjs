@@ -66,9 +66,11 @@ const TOOLS = [
   'can_i', 'job_kill', 'job_list', 'job_output', 'job_start', 'run_code', 'run_command',
   'run_pipeline', 'shell_close', 'shell_exec', 'shell_list',
 ];
-// Only these tools declare an outputSchema (the run result; can_i's answer); the others
-// answer plain JSON (structuredContent and the same object as text).
-const WITH_OUTPUT_SCHEMA = ['can_i', 'run_code', 'run_command', 'shell_exec'];
+// Every tool answers with structuredContent, so every tool declares an outputSchema (the run
+// result; can_i's answer; a session, job or pipeline object). Once listTools has cached them
+// the SDK validates each structuredContent against its tool's outputSchema: every test that
+// lists the tools first checks the shapes of what it calls.
+const WITH_OUTPUT_SCHEMA = TOOLS;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 // A TCP port nothing on the host listens on (right now).
@@ -494,6 +496,7 @@ await test('session_job_http_server_isolated', async () => {
 
 await test('job_output_offsets_advance', async () => {
   const { client } = await connect();
+  await client.listTools(); // the SDK validates each structuredContent below
   let r = await call(client, 'job_start', { command: 'for i in 1 2 3 4 5 6; do echo line$i; sleep 0.1; done; echo err >&2' });
   assert.equal(r.isError, false, text(r));
   const job = r.structuredContent.job;

@@ -6,7 +6,9 @@
 # layer really missing). Every claim is judged by host-side evidence (a canary file's hash, a
 # listener's connection count, surviving pids, the supervisor alive and reporting), and where
 # it is safe a control run with --mode none or --net host shows that the same check does fail
-# without the layer.
+# without the layer. On top of what each case checks, esc_run_case (below) wraps every case
+# in the same evidence: a canary file, a TCP and an abstract unix canary listener, no
+# survivor, no cgroup left with members.
 #
 # Safety: were isolation broken, these commands would run on the host. They only ever write to
 # canaries of their own or create uniquely named paths (removed at exit); existing system files
@@ -182,16 +184,236 @@ esc_bg_corral() { # OUT RUN-ARGS...
 	esc_defer "kill -9 $ESC_SUP"
 }
 
+# ---- host-side evidence around every case -------------------------------------------------
+#
+# esc_run_case wraps every case of the battery (both doors, and the one-door test_escape_*
+# tests), whatever the case itself checks:
+#   before: a canary file in the host's /tmp (world-writable, in a world-writable directory,
+#           so only isolation protects it) and its sha256; one canary listener process (the
+#           probe's canary-listen) with a TCP socket on 127.0.0.1 (a free port) and an
+#           abstract unix socket (a unique name); the list of corral-* cgroups.
+#   to the case: ESC_EV_FILE (the canary's path), ESC_EV_SECRET (its content), ESC_EV_PORT and
+#           ESC_EV_ABSTRACT (the listeners), for cases to aim at. The sandbox learns them only
+#           from the command line a case gives it (or --env NAME=VALUE, which both doors pass).
+#   after:  the canary's hash is unchanged and nothing new appeared next to it; both listeners
+#           accepted 0 connections; nothing the case started is still alive (the test's shell
+#           is made a child subreaper, so even a double-forked daemon stays its descendant and
+#           is found); no corral-* cgroup the case left behind still has members.
+# The first failing evidence is named ("host-side evidence: ..."); what the case started and
+# left alive is killed either way. Cost: about 30 ms a case (one exec, one static listener).
+ESC_EV_DIR=""
+
+# The directories where corral makes its per-run cgroups for this shell: <mount><our
+# cgroup>/corral in each hierarchy (v1) and in the unified tree (v2).
+esc_cgroup_parents() {
+	local id ctl path m
+	while IFS=: read -r id ctl path; do
+		if [ -z "$ctl" ]; then
+			for m in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+				[ -d "$m${path%/}/corral" ] && echo "$m${path%/}/corral"
+			done
+		else
+			m=/sys/fs/cgroup/${ctl#name=}
+			[ -d "$m${path%/}/corral" ] && echo "$m${path%/}/corral"
+		fi
+	done </proc/self/cgroup 2>/dev/null | sort -u
+	return 0
+}
+
+esc_cgroup_runs() { # -> every corral-<pid>-<n> run directory, one a line
+	local p d
+	for p in $(esc_cgroup_parents); do
+		for d in "$p"/corral-*; do [ -d "$d" ] && echo "$d"; done
+	done
+	return 0
+}
+
+esc_ev_before() {
+	ESC_EV_DIR=$(mktemp -d /tmp/corral-ev.XXXXXX) || fail "host-side evidence: cannot make a canary directory in /tmp"
+	chmod 0777 "$ESC_EV_DIR"
+	mkdir "$ESC_EV_DIR/.l"
+	ESC_EV_FILE=$ESC_EV_DIR/canary
+	ESC_EV_SECRET="ev-secret-$RANDOM$RANDOM$RANDOM"
+	echo "$ESC_EV_SECRET" >"$ESC_EV_FILE"
+	chmod 0666 "$ESC_EV_FILE"
+	ESC_EV_HASH=$(esc_hash "$ESC_EV_FILE")
+	"$PROBE" canary-listen "$ESC_EV_DIR/.l" >/dev/null 2>&1 &
+	ESC_EV_LPID=$!
+	local i
+	for i in $(seq 1 200); do
+		[ -s "$ESC_EV_DIR/.l/addr" ] && break
+		kill -0 "$ESC_EV_LPID" 2>/dev/null || break
+		sleep 0.01
+	done
+	read -r ESC_EV_PORT ESC_EV_ABSTRACT <"$ESC_EV_DIR/.l/addr" 2>/dev/null ||
+		fail "host-side evidence: the canary listener did not start"
+	ESC_EV_CGROUPS=$(esc_cgroup_runs | LC_ALL=C sort)
+	export ESC_EV_FILE ESC_EV_SECRET ESC_EV_PORT ESC_EV_ABSTRACT
+}
+
+# The checks after the case; prints one line per failed piece of evidence.
+esc_ev_after() {
+	local counts tcp abs f extra="" i live="" cg members m s ours
+	# the listeners were stopped (esc_run_case): what they accepted, queued ones included
+	counts=$(cat "$ESC_EV_DIR/.l/counts" 2>/dev/null)
+	if [[ $counts =~ ^tcp=([0-9]+)\ abstract=([0-9]+)$ ]]; then
+		tcp=${BASH_REMATCH[1]} abs=${BASH_REMATCH[2]}
+		[ "$tcp" = 0 ] || echo "host-side evidence: the TCP canary on 127.0.0.1:$ESC_EV_PORT accepted $tcp connection(s)"
+		[ "$abs" = 0 ] || echo "host-side evidence: the abstract unix canary @$ESC_EV_ABSTRACT accepted $abs connection(s)"
+	else
+		echo "host-side evidence: the canary listener died during the case (no counts: '$counts')"
+	fi
+	# the canary file, and nothing new beside it
+	if [ ! -f "$ESC_EV_FILE" ]; then
+		echo "host-side evidence: the canary file $ESC_EV_FILE was removed"
+	elif [ "$(esc_hash "$ESC_EV_FILE")" != "$ESC_EV_HASH" ]; then
+		echo "host-side evidence: the canary file $ESC_EV_FILE changed: $(head -c 100 "$ESC_EV_FILE" | tr -cd '[:print:]')"
+	fi
+	for f in "$ESC_EV_DIR"/* "$ESC_EV_DIR"/.[!.]*; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		[ "$f" = "$ESC_EV_FILE" ] || [ "$f" = "$ESC_EV_DIR/.l" ] || extra="$extra ${f##*/}"
+	done
+	[ -z "$extra" ] || echo "host-side evidence: new files next to the canary in $ESC_EV_DIR:$extra"
+	# survivors: everything the case started is a descendant of this shell (a subreaper)
+	for i in $(seq 1 30); do
+		live=$("$PROBE" descendants $$ 2>/dev/null)
+		[ -z "$live" ] && break
+		sleep 0.1
+	done
+	if [ -n "$live" ]; then
+		echo "host-side evidence: $(wc -l <<<"$live") process(es) the case started outlived it: $(head -3 <<<"$live" | tr '\n' ';')"
+	fi
+	# cgroups the case made: none may still hold a process. A new cgroup whose supervisor is
+	# alive and not ours belongs to another test running alongside and is left alone.
+	for cg in $(LC_ALL=C comm -13 <(echo "$ESC_EV_CGROUPS") <(esc_cgroup_runs | LC_ALL=C sort)); do
+		members=$(cat "$cg/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+		[ -z "${members// /}" ] && continue
+		s=${cg##*/corral-}
+		s=${s%%-*}
+		ours=""
+		[ -d "/proc/$s" ] || ours="its supervisor (pid $s) is gone"
+		for m in $s $members; do
+			grep -q "^$m " <<<"$live" && ours="pid $m is this test's"
+		done
+		[ -n "$ours" ] || continue
+		for i in $(seq 1 30); do # a sandbox being torn down empties it in a moment
+			members=$(cat "$cg/cgroup.procs" 2>/dev/null | tr '\n' ' ')
+			[ -z "${members// /}" ] && break
+			sleep 0.1
+		done
+		[ -z "${members// /}" ] || echo "host-side evidence: the cgroup $cg still has members ($members; $ours)"
+	done
+	# leave nothing behind, whatever the verdict
+	[ -z "$live" ] || kill -9 $(cut -d' ' -f1 <<<"$live") 2>/dev/null
+	rm -rf "$ESC_EV_DIR"
+	return 0
+}
+
+# Run CASE (a function) for DOOR (cli or mcp) inside the evidence checks. The test's shell
+# first re-executes itself as a child subreaper (probe subreaper), sourcing the suite again.
+esc_run_case() { # DOOR CASE
+	export CORRAL_VIA=$1
+	local fn=$2 rc ev
+	if [ "${ESC_SUBREAPER:-}" != "$$" ] && [ -x "${PROBE:-}" ] && [ -d "${TESTDIR:-}" ]; then
+		export ESC_SUBREAPER=$$ # exec keeps the pid
+		exec "$PROBE" subreaper bash -c "set -u; source '$TESTDIR/lib.sh'
+			for f in '$TESTDIR'/integration/*.sh '$TESTDIR'/escape/*.sh; do [ -f \"\$f\" ] && source \"\$f\"; done
+			${FUNCNAME[1]}"
+	fi
+	[ "${ESC_SUBREAPER:-}" = "$$" ] || fail "host-side evidence: cannot make the test's shell a subreaper (PROBE=${PROBE:-unset})"
+	esc_ev_before
+	trap 'kill -9 $ESC_EV_LPID 2>/dev/null; rm -rf "$ESC_EV_DIR"' EXIT
+	trap 'exit 143' TERM INT HUP
+	# the case runs in a subshell: its fail() and its own esc_defer cleanup end there
+	(
+		ESC_CLEANUP=()
+		"$fn"
+	)
+	rc=$?
+	kill -TERM "$ESC_EV_LPID" 2>/dev/null
+	wait "$ESC_EV_LPID" 2>/dev/null
+	ev=$(esc_ev_after)
+	trap - EXIT
+	if [ -n "$ev" ]; then
+		[ $rc -eq 0 ] || echo "    (the case itself failed too, exit $rc)" >&2
+		fail "$(sed '2,$s/^/    /' <<<"$ev")"
+	fi
+	return $rc
+}
+
 # Register the cases defined so far for both front doors: escape_case_X becomes
-# test_escape_cli_X and test_escape_mcp_X. Called at the end of every escape_*.sh file (each
-# call registers everything sourced before it, so the order of sourcing does not matter).
+# test_escape_cli_X and test_escape_mcp_X, each run by esc_run_case. A one-door test defined
+# directly as test_escape_cli_X or test_escape_mcp_X is renamed esc_door_cli_X (or _mcp_) and
+# wrapped the same way. Called at the end of every escape_*.sh file (each call registers
+# everything sourced before it, so the order of sourcing does not matter).
 esc_register() {
-	local c n
+	local c n door
 	for c in $(declare -F | awk '{print $3}' | grep '^escape_case_'); do
 		n=${c#escape_case_}
-		eval "test_escape_cli_$n() { export CORRAL_VIA=cli; $c; }"
-		eval "test_escape_mcp_$n() { export CORRAL_VIA=mcp; $c; }"
+		eval "test_escape_cli_$n() { esc_run_case cli $c; }"
+		eval "test_escape_mcp_$n() { esc_run_case mcp $c; }"
 	done
+	for c in $(declare -F | awk '{print $3}' | grep -E '^test_escape_(cli|mcp)_'); do
+		n=${c#test_escape_}
+		door=${n%%_*}
+		n=${n#*_}
+		declare -F "escape_case_$n" >/dev/null && continue # generated above
+		declare -F "esc_door_${door}_$n" >/dev/null && continue # wrapped already
+		eval "$(declare -f "$c" | sed "1s/^$c /esc_door_${door}_$n /")"
+		eval "$c() { esc_run_case $door esc_door_${door}_$n; }"
+	done
+}
+
+# The wrapper itself can fail: a case that leaves every kind of evidence behind (a connection
+# to each canary listener, a changed canary file, a file planted next to it, a setsid daemon,
+# and as root a corral-* cgroup with a member) is failed with each one named, and what it left
+# running is killed. Control: an empty case passes the same wrapper.
+test_escape_evidence_wrapper_catches_leaks() {
+	local m out rc cgp="" cgnew="" made_parent="" id ctl path evdir
+	m=$(esc_mark)
+	cp /bin/sleep "$WS/$m"
+	if is_root; then
+		while IFS=: read -r id ctl path; do
+			[ "$ctl" = pids ] && [ -d "/sys/fs/cgroup/pids${path%/}" ] && cgp=/sys/fs/cgroup/pids${path%/}/corral
+			[ -z "$ctl" ] && [ -f /sys/fs/cgroup/cgroup.controllers ] && cgp=/sys/fs/cgroup${path%/}/corral
+		done </proc/self/cgroup
+	fi
+	if [ -n "$cgp" ]; then
+		[ -d "$cgp" ] || made_parent=1
+		cgnew="$cgp/corral-999999999-$$" # a pid above any pid_max: its supervisor is gone
+		esc_defer "for i in 1 2 3 4 5 6 7 8 9 10; do rmdir '$cgnew' 2>/dev/null && break; sleep 0.2; done; [ -z '$made_parent' ] || rmdir '$cgp'"
+	fi
+	local bad="esc_bad_case() {
+		\"\$PROBE\" connect-tcp 127.0.0.1 \"\$ESC_EV_PORT\"
+		\"\$PROBE\" connect-abstract \"\$ESC_EV_ABSTRACT\"
+		echo tampered >>\"\$ESC_EV_FILE\"
+		touch \"\${ESC_EV_FILE%/*}/planted\"
+		(setsid '$WS/$m' 60 >/dev/null 2>&1 &)
+		if [ -n '$cgnew' ]; then
+			mkdir -p '$cgnew'
+			'$WS/$m' 61 >/dev/null 2>&1 &
+			echo \$! >'$cgnew/cgroup.procs'
+		fi
+	}
+	esc_good_case() { :; }"
+	local run="set -u; source '$TESTDIR/lib.sh'; source '$TESTDIR/escape/escape.sh'; export ESC_SUBREAPER=\$\$; $bad; esc_run_case cli"
+	out=$("$PROBE" subreaper bash -c "$run esc_good_case" 2>&1)
+	assert_eq "$?:$out" "0:" "control: an empty case in the wrapper"
+	out=$("$PROBE" subreaper bash -c "$run esc_bad_case" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] || fail "the wrapper passed a case that left evidence: $out"
+	assert_contains "$out" "host-side evidence: the TCP canary on 127.0.0.1:"
+	assert_contains "$out" "host-side evidence: the abstract unix canary @corral-ev-"
+	assert_contains "$out" "host-side evidence: the canary file /tmp/corral-ev."
+	assert_contains "$out" "new files next to the canary in /tmp/corral-ev."
+	assert_contains "$out" "process(es) the case started outlived it"
+	assert_contains "$out" "$m 60"
+	if [ -n "$cgnew" ]; then
+		assert_contains "$out" "host-side evidence: the cgroup $cgnew still has members"
+	fi
+	evdir=$(grep -o '/tmp/corral-ev\.[A-Za-z0-9]*' <<<"$out" | head -1)
+	[ ! -e "$evdir" ] || fail "the wrapper left its canary directory $evdir"
+	assert_no_survivor "$m"
 }
 
 # Wait until a pid is gone (at most N tenths of a second).

@@ -35,7 +35,9 @@ esc_required_fails() { # LAYER FIX-WORDS...
 }
 
 escape_case_fallback_nouserns_required_fails() {
-	esc_required_fails userns "--mode=auto"
+	# the fix names the sysctl to check (the AppArmor branch, userns.c, needs a host with
+	# kernel.apparmor_restrict_unprivileged_userns=1 and is not reached here)
+	esc_required_fails userns "--mode=auto" "user.max_user_namespaces"
 }
 
 escape_case_fallback_nolandlock_required_fails() {
@@ -175,7 +177,12 @@ escape_case_fallback_nouserns_auto_timeout_kills_daemons() {
 	local m
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
-	crn userns --mode auto -t 0.5 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); exec ./$m 302" >/dev/null 2>&1
+	crn userns --mode auto -t 1 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); exec ./$m 302" >/dev/null 2>&1 &
+	local bg=$!
+	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
+	# control: the three daemons really ran
+	await_procs "^\./$m 30[0-2]" 3 || fail "control: the sandbox did not start its three daemons: $(pgrep -af -- "$m")"
+	wait "$bg"
 	assert_eq $? 124 "exit status on timeout"
 	assert_no_survivor "$m"
 }
@@ -223,8 +230,14 @@ escape_case_fallback_mode_none_records_nothing_enforces_timeout() {
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
 	start=$(date +%s%N)
-	out=$(cr --mode none --json -t 0.5 --kill-after 0.2 -c "(setsid ./$m 300 &); exec ./$m 301")
+	cr --mode none --json -t 1 --kill-after 0.2 -c "(setsid ./$m 300 &); exec ./$m 301" >"$WS/.out" 2>/dev/null &
+	local bg=$!
+	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
+	# control: both sleepers really ran
+	await_procs "^\./$m 30[01]" 2 || fail "control: the command did not start its two sleepers: $(pgrep -af -- "$m")"
+	wait "$bg"
 	end=$(date +%s%N)
+	out=$(cat "$WS/.out")
 	assert_eq "$(jget mode <<<"$out")" none
 	# caps are left out: root's are dropped even here, and the record says so (checked against
 	# the kernel's view in escape_case_record_caps_claim_matches_reality)
@@ -256,6 +269,95 @@ d = json.loads(sys.argv[1]); l = [x for x in d["layers"] if x["name"] == sys.arg
 sys.exit(0 if len(l) == 1 and l[0]["available"] is False and l[0]["fix"] else 1)' "$out" "$l" ||
 			fail "corral check under nolayer $l: $out"
 	done
+}
+
+# clone3 refused with ENOSYS while clone works (a kernel before 5.3, or an older container
+# runtime's seccomp profile): the launch falls back to clone and the run still gets every
+# namespace, in mode required, recorded and real (the namespace ids inside differ from the
+# host's). Control: under the same filter clone3 really fails, and clone does not.
+escape_case_fallback_noclone3_namespaces_kept() {
+	esc_probe
+	assert_eq "$("$NOLAYER" clone3 -- "$WS/probe" clone3)" errno=ENOSYS "control: clone3 under nolayer clone3"
+	assert_eq "$("$NOLAYER" clone3 -- "$WS/probe" clone-newuser)" ok "control: clone with CLONE_NEWUSER under nolayer clone3"
+	local out l ns list="user mnt pid net ipc uts cgroup" host inside h i
+	host=$(for ns in $list; do readlink "/proc/self/ns/$ns"; done)
+	out=$(crn clone3 --json -c "for ns in $list; do readlink /proc/self/ns/\$ns; done")
+	assert_eq "$(jget mode <<<"$out")" required
+	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
+	for l in $ESC_LAYERS; do
+		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" true "isolation.$l.applied without clone3"
+	done
+	inside=$(jget stdout <<<"$out")
+	[ "$(grep -c ':\[' <<<"$inside")" -eq 7 ] || fail "could not read the namespace ids inside: $inside"
+	for ns in $list; do
+		h=$(grep "^$ns:" <<<"$host")
+		i=$(grep "^$ns:" <<<"$inside")
+		[ "$h" != "$i" ] || fail "without clone3 the sandbox shares the host's $ns namespace ($i)"
+	done
+}
+
+# CLI only: `corral check` is not a run. Its last line never says "all layers available"
+# after a NO line; it names what is missing and what that means for the modes.
+test_escape_cli_fallback_check_summary_names_missing() {
+	local out last l
+	out=$("$CORRAL" check)
+	last=$(tail -1 <<<"$out")
+	if grep -qE '^[a-z]+ +NO ' <<<"$out"; then
+		assert_not_contains "$last" "all layers available"
+		for l in $(awk '$2 == "NO" {print $1}' <<<"$out"); do assert_contains "$last" "$l"; done
+	else
+		assert_eq "$last" "all layers available: --mode required will work"
+	fi
+	for l in userns landlock seccomp; do
+		out=$("$NOLAYER" "$l" -- "$CORRAL" check)
+		last=$(tail -1 <<<"$out")
+		assert_contains "$last" "missing: "
+		assert_contains "$last" "$l"
+		assert_contains "$last" "--mode required fails"
+		assert_not_contains "$last" "all layers available"
+		assert_not_contains "$last" "all required layers available"
+	done
+	# cgroup alone missing: required still works (limits fall back to rlimits), and says so
+	out=$(CORRAL_TEST_DISABLE=cgroup "$CORRAL" check)
+	if grep -qE '^cgroup +NO ' <<<"$out" && ! grep -vE '^cgroup' <<<"$out" | grep -qE '^[a-z]+ +NO '; then
+		last=$(tail -1 <<<"$out")
+		assert_contains "$last" "all required layers available"
+		assert_contains "$last" "missing: cgroup"
+		assert_contains "$last" "rlimits"
+	fi
+}
+
+# CLI only: the test hooks only ever weaken a run, so a process the kernel runs with
+# AT_SECURE ignores them (here a setgid copy of corral: egid != gid). Control: the same
+# hooks on the ordinary binary take effect. --dry-run shows the plan without running.
+# Making a setgid copy for another group needs root: the unprivileged pass has nothing to
+# check here (not a skip: CORRAL_MUST_WORK would count it as a failure).
+test_escape_cli_fallback_test_hooks_ignored_when_secure() {
+	is_root || return 0
+	local sg="$WS/corral-sgid" out abi
+	[ "$(id -g)" != 65534 ] || fail "the test's group is 65534: pick another group for the setgid copy"
+	cp "$CORRAL" "$sg"
+	chgrp 65534 "$sg" && chmod 2755 "$sg" || fail "cannot make the setgid copy"
+	findmnt -no OPTIONS -T "$WS" 2>/dev/null | grep -qw nosuid &&
+		fail "the workspace's file system is nosuid: no AT_SECURE exec there (use a TMPDIR without nosuid)"
+	abi=$("$CORRAL" check | sed -nE 's/^landlock +yes +abi ([0-9]+).*/\1/p')
+	[ -n "$abi" ] || fail "no Landlock ABI in corral check"
+	# control: the hooks work on the ordinary binary
+	out=$(CORRAL_TEST_DISABLE=userns "$CORRAL" run -w "$WS" --dry-run -- true 2>&1)
+	assert_contains "$out" "disabled by CORRAL_TEST_DISABLE"
+	if [ "$abi" -gt 1 ]; then
+		out=$(CORRAL_TEST_LANDLOCK_ABI=$((abi - 1)) "$CORRAL" run -w "$WS" --dry-run -- true 2>&1)
+		assert_contains "$(grep '^ *landlock ' <<<"$out")" "abi $((abi - 1))" "control: the ABI cap on the ordinary binary"
+	fi
+	# AT_SECURE: both ignored
+	out=$(CORRAL_TEST_DISABLE=userns,landlock,seccomp "$sg" run -w "$WS" --dry-run -- true 2>&1)
+	assert_not_contains "$out" "CORRAL_TEST_DISABLE"
+	assert_not_contains "$out" "error:"
+	assert_contains "$out" "userns     on"
+	assert_contains "$out" "landlock   on"
+	assert_contains "$out" "seccomp    on"
+	out=$(CORRAL_TEST_LANDLOCK_ABI=0 "$sg" run -w "$WS" --dry-run -- true 2>&1)
+	assert_contains "$(grep '^ *landlock ' <<<"$out")" "abi $abi" "the ABI cap in an AT_SECURE process"
 }
 
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).

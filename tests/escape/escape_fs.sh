@@ -206,6 +206,62 @@ escape_case_fs_mknod_denied() {
 	done
 }
 
+# The sandbox's /dev is the minimal one of the mount plan (src/sandbox/mount.c): the six
+# device nodes bound from the host, a private devpts with the ptmx link, a private /dev/shm
+# and the fd/stdin/stdout/stderr links. None of the host's other nodes (kmsg, mem, disks,
+# net/tun...) is there, and a pty can still be opened.
+escape_case_fs_dev_minimal() {
+	local out want d
+	out=$(cr -c 'ls -A /dev | tr "\n" " "; echo
+		for d in null zero full random urandom tty; do stat -c "%n %F %t:%T" /dev/$d; done
+		readlink /dev/ptmx /dev/fd /dev/stdin /dev/stdout /dev/stderr | tr "\n" " "; echo
+		stat -f -c "%T" /dev/pts /dev/shm | tr "\n" " "; echo
+		/usr/bin/python3 -c "import os, pty; m, s = pty.openpty(); os.write(m, b\"x\n\"); print(os.ttyname(s), os.read(s, 8))"' 2>&1)
+	assert_eq "$(sed -n 1p <<<"$out")" "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " "the sandbox's /dev"
+	# the nodes are the host's own devices (bound, not made), all character devices
+	want=$(for d in null zero full random urandom tty; do stat -c "%n %F %t:%T" "/dev/$d"; done)
+	assert_eq "$(sed -n 2,7p <<<"$out")" "$want" "device nodes"
+	assert_eq "$(sed -n 8p <<<"$out")" "pts/ptmx /proc/self/fd /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 " "the /dev links"
+	assert_eq "$(sed -n 9p <<<"$out")" "devpts tmpfs " "/dev/pts and /dev/shm file systems"
+	# a pty opens, in the sandbox's own devpts, and carries bytes
+	[[ $(sed -n 10p <<<"$out") =~ ^/dev/pts/[0-9]+\ b\'x\\n\'$ ]] || fail "no working pty inside: $(sed -n '10,$p' <<<"$out")"
+	# control: the host's /dev has more than the sandbox's
+	[ "$(ls -A /dev | wc -l)" -gt 13 ] || fail "control: the host's /dev is as small as the sandbox's"
+}
+
+# nodev: a device node that exists in the workspace (made on the host by root, with
+# /dev/null's numbers) cannot be opened from inside, although the file is there and its mode
+# allows it; the host opens it. Only root can make the node: the unprivileged pass has
+# nothing to check here (not a skip: CORRAL_MUST_WORK would count it as a failure).
+escape_case_fs_workspace_nodev() {
+	is_root || return 0
+	esc_probe
+	mknod -m 0666 "$WS/devnull" c 1 3 || fail "cannot make the device node on the host"
+	assert_eq "$("$PROBE" open-read "$WS/devnull")" ok "control: the host opens the node"
+	local out
+	out=$(cr -c 'ls -l devnull | cut -c1; ./probe open-read devnull; ./probe open-write devnull; (echo x > devnull) 2>/dev/null; echo rc=$?' 2>&1)
+	assert_eq "$(sed -n 1p <<<"$out")" c "the node is visible inside"
+	assert_eq "$(sed -n 2p <<<"$out")" errno=EACCES "open for reading inside"
+	assert_eq "$(sed -n 3p <<<"$out")" errno=EACCES "open for writing inside"
+	[[ $(sed -n 4p <<<"$out") =~ ^rc=[1-9] ]] || fail "the shell wrote to the device inside: $out"
+	# control: without the mount namespace (mode none) the same open works
+	assert_eq "$(cr --mode none -- ./probe open-read devnull)" ok "control: mode none opens the node"
+}
+
+# Every mount of the sandbox is nosuid, and nodev except the six bound device nodes and the
+# private devpts (which hold the only devices the sandbox may open): as the mount plan says.
+escape_case_fs_mounts_nosuid_nodev() {
+	local out bad
+	out=$(cr -- cat /proc/self/mountinfo)
+	[ "$(wc -l <<<"$out")" -gt 5 ] || fail "no mountinfo inside: $out"
+	bad=$(awk '$6 !~ /(^|,)nosuid(,|$)/ {print $5 " " $6}' <<<"$out")
+	[ -z "$bad" ] || fail "mounts without nosuid: $bad"
+	bad=$(awk '$6 !~ /(^|,)nodev(,|$)/ && $5 !~ /^\/dev\/(null|zero|full|random|urandom|tty|pts)$/ {print $5 " " $6}' <<<"$out")
+	[ -z "$bad" ] || fail "mounts without nodev: $bad"
+	# control: the host's mount table has mounts without nosuid (so the check can fail)
+	[ -n "$(awk '$6 !~ /(^|,)nosuid(,|$)/' /proc/self/mountinfo)" ] || fail "control: every host mount is nosuid"
+}
+
 # A setuid program (even setuid root, when the suite runs as root) gains nothing: the
 # workspace is nosuid, no_new_privs is set and the bounding set is empty.
 escape_case_fs_setuid_grants_nothing() {

@@ -11,10 +11,12 @@ escape_case_net_egress_tcp_blocked() {
 	local any_port addrs a
 	any_port=$(cat "$ESC_C/any.port")
 	addrs=$(hostname -I 2>/dev/null | tr ' ' '\n' | grep -E '^[0-9.]+$' | head -3)
+	# and the wrapper's canary listener (tests/escape/escape.sh), which must count nothing
 	out=$(cr -c "./probe connect-tcp 127.0.0.1 $port; ./probe connect-tcp ::1 $port;
 		for a in $(echo $addrs); do ./probe connect-tcp \$a $any_port; done;
-		./probe connect-tcp 127.0.0.1 $any_port" 2>&1)
+		./probe connect-tcp 127.0.0.1 $any_port; ./probe connect-tcp 127.0.0.1 $ESC_EV_PORT" 2>&1)
 	assert_not_contains "$out" "ok"$'\n'
+	[ "$(esc_nerr "$out")" -ge 4 ] || fail "expected the connections to fail: $out"
 	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the host's 127.0.0.1 canary"
 	assert_eq "$(esc_count "$ESC_C/any")" 0 "connections seen by the host's 0.0.0.0 canary"
 }
@@ -25,7 +27,7 @@ escape_case_net_host_loopback_listeners_unreachable() {
 	# every TCP port the host listens on (any address family), plus the canary
 	local ports out
 	ports=$(ss -Hltn 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}' | sort -un | head -50 | tr '\n' ' ')
-	ports="$ports $ESC_PORT"
+	ports="$ports $ESC_PORT $ESC_EV_PORT"
 	cat >"$WS/scan.py" <<'PY'
 import socket, sys
 opened = []
@@ -54,6 +56,8 @@ escape_case_net_abstract_unix_unreachable() {
 	local out
 	out=$(cr -- ./probe connect-abstract "$name")
 	[[ $out == errno=* ]] || fail "connect to the host's abstract socket: $out"
+	out=$(cr -- ./probe connect-abstract "$ESC_EV_ABSTRACT") # the wrapper's, counted there
+	[[ $out == errno=* ]] || fail "connect to the host's abstract socket @$ESC_EV_ABSTRACT: $out"
 	assert_eq "$(esc_count "$ESC_C/abs")" 0 "connections seen by the abstract canary"
 	# control: without isolation the canary counts the connection
 	assert_eq "$(cr --mode none -- ./probe connect-abstract "$name")" ok "control connect"
@@ -136,8 +140,8 @@ escape_case_net_host_mode_recorded_and_reaches_canary() {
 	assert_eq "$(esc_count "$ESC_C/tcp")" 1 "the canary saw the --net host connection"
 	# the other layers still hold: abstract unix sockets stay scoped by Landlock
 	assert_eq "$(jget isolation.landlock.applied <<<"$out")" true
-	out=$(cr --net host -- ./probe connect-abstract "$name")
-	[[ $out == errno=* ]] || fail "--net host reached the host's abstract socket: $out"
+	out=$(cr --net host -c "./probe connect-abstract $name; ./probe connect-abstract $ESC_EV_ABSTRACT")
+	[ "$(esc_nerr "$out")" -eq 2 ] || fail "--net host reached the host's abstract socket: $out"
 	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary with --net host"
 }
 

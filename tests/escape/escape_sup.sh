@@ -59,7 +59,12 @@ escape_case_sup_timeout_kills_daemons() {
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
 	start=$(date +%s%N)
-	cr -t 0.5 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); (./$m 302 &) ; nohup ./$m 303 >/dev/null 2>&1 & exec ./$m 304" >/dev/null 2>&1
+	cr -t 1 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); (./$m 302 &) ; nohup ./$m 303 >/dev/null 2>&1 & exec ./$m 304" >/dev/null 2>&1 &
+	local bg=$!
+	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
+	# control: the five daemons really ran (else "no survivor" proves nothing)
+	await_procs "^\./$m 30[0-4]" 5 || fail "control: the sandbox did not start its five daemons: $(pgrep -af -- "$m")"
+	wait "$bg"
 	assert_eq $? 124 "exit status on timeout"
 	end=$(date +%s%N)
 	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
@@ -174,6 +179,34 @@ escape_case_sup_sandbox_cannot_kill_its_init() {
 	assert_contains "$so" alive
 	assert_not_contains "$so" stopped
 	assert_eq "$(jget timed_out <<<"$out")" false
+}
+
+# The init reaps: five orphans (re-parented to pid 1, the init) exit during the run and none
+# stays a zombie. Control: a child whose parent never waits (exec'd sleep) does show as Z in
+# the same listing, so the check can see a zombie; and the orphans were the init's children.
+escape_case_sup_init_reaps_orphans() {
+	local out so
+	out=$(cr --json -t 20 -c 'cp /bin/sleep orph; cp /bin/sleep zomb
+		for i in 1 2 3 4 5; do (./orph 0.3 &); done
+		(sh -c "./zomb 0.1 & exec sleep 1.5" &)
+		sleep 0.1
+		echo "orphans of pid 1: $(grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status 2>/dev/null | xargs grep -l "^Name:[[:space:]]*orph$" 2>/dev/null | wc -l)"
+		sleep 0.8
+		for p in /proc/[0-9]*; do
+			[ "$(awk "/^State/{print \$2}" $p/status 2>/dev/null)" = Z ] || continue
+			echo "Z $(cat $p/comm) ppid=$(awk "/^PPid/{print \$2}" $p/status)"
+		done
+		echo "orph left: $(grep -l "^Name:[[:space:]]*orph$" /proc/[0-9]*/status 2>/dev/null | wc -l)"
+		echo end')
+	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
+	so=$(jget stdout <<<"$out")
+	assert_contains "$so" "orphans of pid 1: 5"
+	assert_contains "$so" "orph left: 0"
+	assert_not_contains "$so" "Z orph"
+	# control: the never-reaped child is seen as a zombie (its parent is not the init)
+	[[ $so =~ Z\ zomb\ ppid=([0-9]+) ]] || fail "control: no zombie seen for a child whose parent never waits: $so"
+	[ "${BASH_REMATCH[1]}" != 1 ] || fail "the init left a zombie of its own: $so"
+	assert_contains "$so" end
 }
 
 # MCP only: two calls run at once on one server. Each is its own sandbox: the second sees

@@ -1,6 +1,7 @@
 /* libFuzzer target for the redactor (src/redact.c). For any input, cut anywhere:
- * - a stream fed the two chunks (and, for small inputs, one byte at a time) yields exactly
- *   redact_buffer() of the whole, with the same stats;
+ * - a stream fed the two chunks (and, for small inputs, one byte at a time), with or without
+ *   idle releases between the feeds, yields exactly redact_buffer() of the whole, with the
+ *   same stats;
  * - in REDACT mode no withheld value or custom string survives, nor a secret the harness
  *   planted (unless the fuzzer's own bytes already held a copy of it that a detector may
  *   rightly skip, e.g. inside an identifier); FLAG and OFF leave the bytes alone, FLAG counts
@@ -75,8 +76,9 @@ static void sink_put(void *ud, const char *b, size_t n)
 	s->len += n;
 }
 
+/* rel: an idle release (redact_stream_release) after every rel-th feed; 0: none. */
 static void check_stream(const struct redactor *r, const uint8_t *in, size_t n, size_t cut,
-                         size_t step, const char *want, size_t want_len,
+                         size_t step, size_t rel, const char *want, size_t want_len,
                          const struct redact_stats *want_st)
 {
 	struct sink k = {0};
@@ -84,10 +86,15 @@ static void check_stream(const struct redactor *r, const uint8_t *in, size_t n, 
 	if (!s)
 		abort();
 	if (step) {
-		for (size_t i = 0; i < n; i += step)
+		for (size_t i = 0, f = 1; i < n; i += step, f++) {
 			redact_stream_feed(s, (const char *)in + i, n - i < step ? n - i : step);
+			if (rel && f % rel == 0)
+				redact_stream_release(s);
+		}
 	} else {
 		redact_stream_feed(s, (const char *)in, cut);
+		if (rel)
+			redact_stream_release(s);
 		redact_stream_feed(s, (const char *)in + cut, n - cut);
 	}
 	redact_stream_finish(s);
@@ -134,9 +141,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *out = redact_buffer(r, (const char *)in, n, &ol, &st);
 	if (!out || out[ol] != '\0')
 		__builtin_trap();
-	check_stream(r, in, n, cut, 0, out, ol, &st);
-	if (n <= 1024)
-		check_stream(r, in, n, 0, 1, out, ol, &st);
+	check_stream(r, in, n, cut, 0, 0, out, ol, &st);
+	check_stream(r, in, n, cut, 0, 1, out, ol, &st);
+	if (n <= 1024) {
+		check_stream(r, in, n, 0, 1, 0, out, ol, &st);
+		check_stream(r, in, n, 0, 1, 1 + (size_t)(data[1] & 3), out, ol, &st);
+	}
 
 	if (mode == REDACT_REDACT) {
 		if (memmem(out, ol, ENV1, strlen(ENV1)) || memmem(out, ol, ENV2, strlen(ENV2)) ||

@@ -5,15 +5,19 @@
  *
  * Input: byte 0 picks one of four configurations (bits 0-1) and the evidence (bit 2: the run
  * exited, else it was killed; bit 3: exit status 0; bit 4: a policy denial error with a
- * message from the input); byte 1 the limit that fired; then stderr and stdout, each with a
- * 16-bit length.
+ * message from the input; bit 5: the isolation layers were applied, else none were; bit 6: a
+ * setup failure with EAGAIN at clone); byte 1 the limit that fired; then stderr and stdout,
+ * each with a 16-bit length.
  *
  * Invariants: no crash, leak or UB; corral_policy_query answers any target (the first line
  * of stderr) with 1, 0 and a JSON document, or EINVAL; at most 16 violations, one per (kind,
  * object), each of a documented kind with non-NULL strings; nothing inferred for mode none or a
  * clean exit; an inferred network denial only when the network is off; an inferred file or exec
  * denial only where corral_policy_query denies that operation on the reported object ("never claims
- * a denial the policy does not explain"); and the result still encodes to strict UTF-8 JSON.
+ * a denial the policy does not explain"), and only when a file-system layer was applied; an
+ * inferred syscall entry names seccomp only for a call on the seccomp deny-list (or unshare,
+ * for new user namespaces); an inferred limit never poses as the run's own limit that fired;
+ * and the result still encodes to strict UTF-8 JSON.
  *
  *   tests/fuzz/run.sh builds it; by hand (after building build-fuzz/libcorral.a, see
  *   fuzz_parse.c):
@@ -26,6 +30,7 @@
 
 #include "fuzz_util.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <jansson.h>
@@ -173,6 +178,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(res->error.message, m, strlen(m) + 1);
 		free(m);
 	}
+	if (b0 & 32) {
+		static const char *const layers[][2] = {
+		    {"rlimits", "core=1, nproc, nofile"}, {"userns", "uid and gid mapped 1:1"},
+		    {"mountns", "tmpfs root"},            {"netns", "loopback only"},
+		    {"landlock", "abi 7"},                {"seccomp", "deny-list, EPERM"},
+		    {"caps", "all dropped"},              {"cgroup", "v1 pids"},
+		};
+		for (size_t i = 0; i < sizeof(layers) / sizeof(layers[0]); i++)
+			FZ_CHECK(result_add_layer(res, layers[i][0], 1, layers[i][1]) == 0);
+	}
+	if ((b0 & 64) && !(b0 & 16)) {
+		res->error.code = CORRAL_ESYS;
+		res->error.sys_errno = EAGAIN;
+		snprintf(res->error.step, sizeof(res->error.step), "clone");
+		snprintf(res->error.message, sizeof(res->error.message), "clone: failed");
+	}
 	res->stderr_buf = fz_stream(&f, &res->stderr_len);
 	res->stdout_buf = fz_stream(&f, &res->stdout_len);
 
@@ -213,10 +234,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			         strcmp(v->object, res->violations[k].object));
 		if (!v->inferred)
 			continue;
-		FZ_CHECK(!quiet);
+		if (!strcmp(v->kind, "limit")) { /* a process budget: from the setup error too */
+			FZ_CHECK(strcmp(v->rule, "pids"));
+			continue;
+		}
+		FZ_CHECK(!quiet && (b0 & 32));
 		if (!strcmp(v->kind, "network"))
 			FZ_CHECK(cfg->net == CORRAL_NET_NONE);
-		else if (!strcmp(v->kind, "fs_read"))
+		else if (!strcmp(v->kind, "syscall") && !strncmp(v->rule, "seccomp", 7)) {
+			const char *names[128];
+			size_t n = seccomp_denied_names(names, 128);
+			bool listed = !strcmp(v->object, "unshare");
+			for (size_t k = 0; k < n; k++)
+				listed |= !strcmp(names[k], v->object);
+			FZ_CHECK(listed);
+		} else if (!strcmp(v->kind, "fs_read"))
 			FZ_CHECK(denied(cfg, "read", v->object));
 		else if (!strcmp(v->kind, "fs_write"))
 			FZ_CHECK(denied(cfg, "write", v->object));

@@ -118,6 +118,121 @@ write("jsonrpc", "cancel-and-unicode", rpc(cap=2, shift=5, init=True) + lines(
     {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}},
     '{"jsonrpc":"2.0","id":"\xc3\xa9","method":"ping"}',
     '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"\xff":1}}'))
+# integers beyond 64 bits: -32600 (the id's, or another's with the id kept), a response ignored
+write("jsonrpc", "big-integers", rpc(init=True) + lines(
+    '{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":7,"method":"ping","params":{"n":123456789012345678901234567890}}',
+    '{"jsonrpc":"2.0","id":9007199254740993,"method":"x","params":[-99999999999999999999]}',
+    '{"jsonrpc":"2.0","id":3,"result":{"n":99999999999999999999}}',
+    '{"jsonrpc":"2.0","id":99999999999999999999,'))
+
+# ---- mcp: byte 0 = --max-concurrent (bits 0-1: 1, 4, 0, 0) | --max-queue (bits 2-3: 0, 2,
+# 100, 10000) | policy (bit 4) | 300-byte messages (bit 5); byte 1 = read size; then the
+# client's lines (see fuzz_mcp.c).
+
+
+def mcp(conc=0, queue=3, policy=0, small=False, rd=0xff):
+    return bytes([conc | queue << 2 | policy << 4 | (0x20 if small else 0), rd])
+
+
+def init(version="2025-11-25", id=0):
+    return [{"jsonrpc": "2.0", "id": id, "method": "initialize",
+             "params": {"protocolVersion": version, "capabilities": {},
+                        "clientInfo": {"name": "fuzz", "version": "1"}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+def call(id, name, args, token=None):
+    params = {"name": name, "arguments": args}
+    if token is not None:
+        params["_meta"] = {"progressToken": token}
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}
+
+
+def cancel(id):
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "x"}}
+
+
+EVERY_TOOL = [
+    ("run_command", {"command": "echo hi", "cwd": "src", "timeout_s": 5, "stdin": "in", "env": {"APP_X": "1", "FZ_Y": "2"}}),
+    ("run_command", {"argv": ["ls", "-la", "a b"]}),
+    ("run_code", {"language": "python", "code": "print(1)", "stdin": "x"}),
+    ("run_code", {"language": "sh", "code": "echo " + "y" * 300}),
+    ("can_i", {"op": "write", "target": "src/main.c"}),
+    ("can_i", {"queries": [{"op": "read", "target": "/etc/shadow"}, {"op": "exec", "target": "python3"},
+                           {"op": "connect", "target": "pypi.org:443"}]}),
+    ("shell_exec", {"command": "cd /tmp; export A=1", "timeout_s": 2}),
+    ("shell_exec", {"command": "echo $A", "session": "00000000-0000-4000-8000-000000000000"}),
+    ("shell_close", {"session": "00000000-0000-4000-8000-000000000000"}),
+    ("shell_list", {}),
+    ("job_start", {"command": "sleep 30", "cwd": "src", "env": {"APP_Z": "z"}}),
+    ("job_start", {"command": "sleep 30", "session": "s1"}),
+    ("job_output", {"job": "j1", "since_offset": 10, "max_bytes": 100}),
+    ("job_kill", {"job": "j1"}),
+    ("job_list", {}),
+    ("run_pipeline", {"stages": [["echo", "a b"], ["wc", "-w"]], "timeout_s": 3, "stdin": ""}),
+]
+write("mcp", "every-tool", mcp(conc=1) + lines(
+    *init(), {"jsonrpc": "2.0", "id": "l", "method": "tools/list", "params": {}},
+    *[call(i + 1, n, a, token="t%d" % i if i % 3 == 0 else None) for i, (n, a) in enumerate(EVERY_TOOL)],
+    {"jsonrpc": "2.0", "id": "p", "method": "ping"}))
+write("mcp", "every-tool-allow-list", mcp(conc=1, policy=1) + lines(
+    *init("2025-06-18"), {"jsonrpc": "2.0", "id": "l", "method": "tools/list"},
+    *[call(i + 1, n, a) for i, (n, a) in enumerate(EVERY_TOOL)],
+    call(90, "run_code", {"language": "node", "code": "1"}),
+    call(91, "run_code", {"language": "bash", "code": "1"})))
+BAD_ARGS = [
+    ("run_command", {}), ("run_command", {"command": ""}), ("run_command", {"command": "x", "argv": ["y"]}),
+    ("run_command", {"argv": []}), ("run_command", {"argv": ["", 1]}), ("run_command", {"argv": ["a\u0000b"]}),
+    ("run_command", {"command": "x", "cwd": "/etc"}), ("run_command", {"command": "x", "cwd": "../.."}),
+    ("run_command", {"command": "x", "timeout_s": 1e308}), ("run_command", {"command": "x", "timeout_s": -1}),
+    ("run_command", {"command": "x", "timeout_s": "5"}), ("run_command", {"command": "x", "stdin": 5}),
+    ("run_command", {"command": "x", "env": {"LD_PRELOAD": "x"}}), ("run_command", {"command": "x", "env": {"AWS_TOKEN": "x"}}),
+    ("run_command", {"command": "x", "env": {"1BAD": "x"}}), ("run_command", {"command": "x", "env": {"APP_A": 1}}),
+    ("run_command", {"command": "x", "env": []}), ("run_command", {"command": "x", "bogus": 1}),
+    ("run_code", {"language": "cobol", "code": "x"}), ("run_code", {"code": "x"}), ("run_code", {"language": "sh"}),
+    ("run_code", {"language": "sh", "code": 7}), ("run_code", {"language": "sh", "code": "x" * 2000, "stdin": "a"}),
+    ("can_i", {}), ("can_i", {"op": "fly", "target": "x"}), ("can_i", {"op": "read", "target": ""}),
+    ("can_i", {"op": "read", "target": "x", "queries": []}), ("can_i", {"queries": [1]}),
+    ("can_i", {"queries": [{"op": "read"}]}), ("can_i", {"queries": [{"op": "read", "target": "x", "y": 1}]}),
+    ("shell_exec", {}), ("shell_exec", {"command": "x", "session": ""}), ("shell_exec", {"command": "x", "cwd": "."}),
+    ("shell_close", {}), ("job_output", {"job": "j", "since_offset": -1}), ("job_output", {"job": "j", "max_bytes": 0}),
+    ("job_start", {"command": "x", "session": "s", "cwd": "x"}), ("job_start", {"command": "x", "session": "s", "env": {}}),
+    ("job_kill", {"job": "x" * 100}), ("run_pipeline", {"stages": [["a"]]}), ("run_pipeline", {"stages": [["a"], []]}),
+    ("run_pipeline", {"stages": [["a"], [""]]}), ("run_pipeline", {"stages": [["a"], [1]]}), ("run_pipeline", {"stages": "x"}),
+]
+write("mcp", "bad-arguments", mcp(conc=1) + lines(
+    *init(), *[call(i + 1, n, a) for i, (n, a) in enumerate(BAD_ARGS)]))
+write("mcp", "queue-cancel", mcp(conc=2, queue=1, rd=40) + lines(
+    *init(), *[call("c%d" % i, "run_command", {"command": "sleep 1; echo %d" % i}, token=i) for i in range(4)],
+    cancel("c0"), cancel("c1"), cancel("nope"), cancel(None),
+    call("c2", "run_command", {"command": "dup"}), call(7, "run_pipeline", {"stages": [["a"], ["b"]]}, token="pt"),
+    {"jsonrpc": "2.0", "id": 8, "method": "ping"}, cancel(7)))
+write("mcp", "versions-old", mcp(conc=1, rd=0x90) + lines(
+    *init("2024-11-05"), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    call(2, "run_command", {"command": "echo"}, token="x"), call(3, "can_i", {"op": "exec", "target": "sh"})))
+write("mcp", "versions-0326", mcp(conc=1) + lines(
+    *init("2025-03-26"), {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+    call(2, "job_list", {}), call(3, "can_i", {"queries": [{"op": "read", "target": "~/.ssh"}]})))
+write("mcp", "protocol-errors", mcp(conc=1, rd=3) + lines(
+    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+    {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"capabilities": []}},
+    {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": 5}},
+    *init("1999-01-01", id=5), *init(id=6),
+    {"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"cursor": "c"}},
+    {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": 5}},
+    {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "run_command", "arguments": None}},
+    {"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {"name": "run_command", "arguments": [], "_meta": 1}},
+    {"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": {"name": "x", "_meta": {"progressToken": 1.5}}},
+    '{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}',
+    '{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"job_output","arguments":{"job":"j","since_offset":123456789012345678901234}}}',
+    '{"jsonrpc":"2.0","id":13,"result":{"n":99999999999999999999}}', "{bad", "[]"))
+write("mcp", "small-messages", mcp(conc=1, small=True, rd=7) + lines(
+    *init(), call(1, "run_command", {"command": "x" * 400}), call(2, "can_i", {"op": "read", "target": "a"})))
+write("mcp", "progress-output", mcp(conc=2, queue=2, rd=0x8f) + lines(
+    *init(), call(1, "run_command", {"command": "x"}, token="a"), call(2, "run_code", {"language": "sh", "code": "y"}, token=2)) +
+    b"line one\nline two\n\n" + b"\xe2\x82" + b"z" * 1500 + b"\npartial\xf0\x9f")
 
 # ---- parse: the text; after a NUL, 8 bytes of a max for parse_count
 
@@ -188,12 +303,14 @@ write("result_json", "violations", result(2, [b"sh"], exit_code=1, stderr=b"x: P
                                                  (4, b"ptrace", b"seccomp", b"\xe2\x80\x94 blocked")],
                                           kinds=[1, 0, 3] + [0] * 13))
 
-# ---- violations: byte 0 = config (bits 0-1) | exited (4) | status 0 (8) | denial error (16);
-# byte 1 = limit; stderr and stdout with 16-bit lengths
+# ---- violations: byte 0 = config (bits 0-1) | exited (4) | status 0 (8) | denial error (16) |
+# layers applied (32) | clone EAGAIN (64); byte 1 = limit; stderr and stdout with 16-bit lengths
 
 
-def viol(cfg, stderr, stdout=b"", exited=True, ok=False, limit=0, denial=None):
+def viol(cfg, stderr, stdout=b"", exited=True, ok=False, limit=0, denial=None, layers=True,
+         eagain=False):
     b0 = cfg | (4 if exited else 0) | (8 if ok else 0) | (16 if denial else 0)
+    b0 |= (32 if layers else 0) | (64 if eagain else 0)
     out = bytes([b0, limit])
     if denial:
         out += s8(denial)
@@ -222,6 +339,17 @@ write("violations", "limits-timeout", viol(0, b"", exited=False, limit=1))
 write("violations", "limits-memory", viol(1, b"Killed\n", exited=False, limit=3))
 write("violations", "denied", viol(1, b"", denial=b"policy: command curl denied by rule commands.deny 'curl': no downloads"))
 write("violations", "stdout-only", viol(0, b"", b"open('/etc/shadow'): Permission denied\n"))
+write("violations", "real-and-printed-tools", viol(0, b"strace: attach: Operation not permitted\n"
+                                                       b"mount: /tmp/m: permission denied.\n"
+                                                       b"chroot: cannot change root directory to '/tmp': Operation not permitted\n"
+                                                       b"ptrace: Operation not permitted.\n"))
+write("violations", "enoent-and-creates", viol(0, b"cat: /var/lib/nothere/x: No such file or directory\n"
+                                                   b"touch: cannot touch 'secret/new': Permission denied\n"
+                                                   b"sh: 1: cannot create /opt/x/y: Directory nonexistent\n"
+                                                   b"ls: cannot access 'secret/a/b': Permission denied\n"))
+write("violations", "fork-and-eagain", viol(0, b"sh: 0: Cannot fork\nbash: fork: retry: Resource temporarily unavailable\n",
+                                            eagain=True))
+write("violations", "no-layers", viol(0, WS_ERRORS, layers=False))
 write("violations", "escapes", viol(0, b"cat: a\\:b/c: Permission denied\n\"/x y\": No such file or directory: '/etc-link/passwd'\n"
                                        b"\x00cat: /root/x: Permission denied\n"))
 
@@ -236,3 +364,14 @@ write("profile", "errors", '{"filesystem":{"read":[1]},"limits":{"memory":"12Q"}
 write("profile", "limits-env", '{"limits":{"timeout":"1.5","kill_after":"250ms","cpu":"30","nofile":64,'
       '"fsize":"1G","output":"64k"},"env":{"allow":["LC_*"],"deny":["*_TOKEN"],"set":{"A":"b"}},'
       '"commands":{"allow":["ls",{"match":"/usr/bin/git","reason":"vcs"}]},"network":"none"}')
+# the merge: entries that meet the fuzz target's scratch workspace (src, out, secrets, .env,
+# .bashrc, etc-link, home/.cache as "~/.cache"), and the redact section
+write("profile", "merge-workspace", '{"mode":"none","filesystem":{"read":["src","~/.cache","/usr/share"],'
+      '"write":["out","~"],"deny":["secrets",".env","~/.ssh","src/main.c"],'
+      '"protected":[".git/hooks",".bashrc","newdir/x"],"workspace":"rw"},'
+      '"env":{"deny":["FOO*"],"deny_replace":true,"set":{"FOO":"1","PATH":"/usr/bin:/bin"}},'
+      '"commands":{"allow":["ls","/bin/sh"],"deny":["ls","curl"]}}')
+write("profile", "merge-errors", '{"filesystem":{"write":["/","missing"],"read":["etc-link/x"],'
+      '"protected":["etc-link"]},"commands":{"allow":[]}}')
+write("profile", "redact", '{"redact":{"strings":["s3cret-value","corp.example"],"mode":"flag"},'
+      '"network":"host","mode":"auto"}')

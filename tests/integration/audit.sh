@@ -445,3 +445,173 @@ for seq, p, h in rows:
 assert len(rows) == 4, rows  # a run and its timeout event, an MCP call, a denial
 PY
 }
+
+# Real `corral run` records (not audit_tool's): the row a run writes carries kind run, client
+# cli, argv, cwd, profile, policy hash, status, byte counts, usage, isolation and violations;
+# a preflight denial, a command that is not found, a timeout, a memory kill (with a cgroup)
+# and a Ctrl-C each add their security event. `aud` reads the rows back through corral audit.
+test_audit_cli_run_records() {
+	local db=$WS/audit.db
+	mkdir -p "$WS/sub"
+	cat >"$WS/deny.json" <<'J'
+{"commands": {"deny": [{"match": "curl", "reason": "no downloads here"}]}}
+J
+	cr --audit "$db" -C sub -- echo hi >/dev/null || fail "the ok run failed"
+	cr --audit "$db" --audit-output -c 'echo out; echo err >&2; exit 3' >/dev/null 2>&1; assert_eq $? 3
+	cr --audit "$db" --profile "$WS/deny.json" -- curl http://example.com >/dev/null 2>&1; assert_eq $? 126
+	cr --audit "$db" -- corral-no-such-command >/dev/null 2>&1; assert_eq $? 127
+	cr --audit "$db" -t 300ms -- sleep 5 >/dev/null 2>&1; assert_eq $? 124
+	# Ctrl-C: SIGINT to corral run cancels the sandbox, which ends in a result
+	"$CORRAL" run -w "$WS" --audit "$db" -- sleep 30 >/dev/null 2>&1 &
+	local pid=$!
+	sleep 0.5
+	kill -INT $pid
+	wait $pid
+	local rc=$?
+	[ $rc -gt 128 ] || fail "Ctrl-C: exit status $rc, expected 128+N (the sandbox killed by the cancel)"
+	local mem=0
+	if [ "$(cr --audit off --json -- true | jget isolation.cgroup.applied)" = true ]; then
+		mem=1
+		cr --audit "$db" --memory 48M -- python3 -c 'b = b"x" * (256 << 20)' >/dev/null 2>&1
+	fi
+	DB=$db WS=$WS MEM=$mem python3 - "$CORRAL" <<'PY' || fail "the records do not match the runs (see above)"
+import json, os, subprocess, sys
+corral, db, ws = sys.argv[1], os.environ["DB"], os.path.realpath(os.environ["WS"])
+out = subprocess.run([corral, "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+rows = [json.loads(l) for l in out.splitlines()]
+ex = [r for r in rows if r["type"] == "execution"]
+ev = [r for r in rows if r["type"] == "event"]
+def events(e):
+    return sorted(v["kind"] for v in ev if v["execution_id"] == e["id"])
+want = 7 if os.environ["MEM"] == "1" else 6
+assert len(ex) == want, [(e["argv"], e["command"]) for e in ex]
+ok, fail3, denied, notfound, timeout, intr = ex[:6]
+for e in ex:
+    assert e["kind"] == "run" and e["client"] == "cli" and e["parent"] is None, e
+    assert len(e["policy_hash"]) == 64 and all(c in "0123456789abcdef" for c in e["policy_hash"]), e
+    assert e["started_at"] <= e["ended_at"] and e["duration_ms"] >= 0, e
+    assert e["cwd"].startswith(ws), e["cwd"]
+# the ok run: argv, cwd, status, byte counts, usage, isolation, no violations, no output
+assert ok["argv"] == ["echo", "hi"] and ok["command"] is None, ok
+assert ok["cwd"] == ws + "/sub", ok["cwd"]
+assert ok["exit_code"] == 0 and ok["signal"] is None and not ok["timed_out"] and ok["limit_hit"] is None, ok
+assert ok["stdout_bytes"] == 3 and ok["stderr_bytes"] == 0 and ok["stdout"] is None, ok
+assert ok["max_rss_kb"] > 0 and ok["error"] is None, ok
+assert ok["isolation"]["userns"]["applied"] in (True, False) and "seccomp" in ok["isolation"], ok["isolation"]
+assert ok["violations"] == [] and ok["redactions"] == 0 and events(ok) == [], ok
+assert ok["profile"] == "default" and denied["profile"] not in (None, "default"), (ok["profile"], denied["profile"])
+# the same policy hashes the same; another profile does not
+assert fail3["policy_hash"] == ok["policy_hash"] and denied["policy_hash"] != ok["policy_hash"]
+# a shell string, exit 3, its output stored with --audit-output
+assert fail3["command"] == "echo out; echo err >&2; exit 3" and fail3["argv"][:2] == ["/bin/sh", "-c"], fail3
+assert fail3["exit_code"] == 3 and fail3["stdout"] == "out\n" and fail3["stderr"] == "err\n", fail3
+# the preflight denial: nothing ran; the error, the violation and the event
+assert denied["exit_code"] is None and denied["error"]["name"] == "denied by policy", denied
+assert "no downloads here" in denied["error"]["message"], denied["error"]
+assert any(v["kind"] in ("exec", "policy") for v in denied["violations"]), denied["violations"]
+assert "preflight_denied" in events(denied), events(denied)
+d = [v for v in ev if v["execution_id"] == denied["id"] and v["kind"] == "preflight_denied"][0]["detail"]
+assert "no downloads here" in d["message"], d
+# not found: a setup failure
+assert notfound["error"]["name"] == "command not found" and events(notfound) == ["setup_failed"], (notfound["error"], events(notfound))
+# the timeout
+assert timeout["timed_out"] and timeout["limit_hit"] == "timeout" and timeout["signal"], timeout
+assert "timeout" in events(timeout) and any(v["kind"] == "timeout" for v in timeout["violations"]), events(timeout)
+assert 250 <= timeout["duration_ms"] < 5000, timeout["duration_ms"]
+# Ctrl-C: cancelled, with the signal that ended it
+assert intr["signal"] and not intr["timed_out"] and events(intr) == ["cancelled"], (intr, events(intr))
+if os.environ["MEM"] == "1":
+    mem = ex[6]
+    assert mem["limit_hit"] == "memory" and mem["signal"] == 9, mem
+    assert "oom_kill" in events(mem), events(mem)
+print("ok: %d runs recorded%s" % (len(ex), "" if want == 7 else " (no cgroup: memory kill not checked)"))
+PY
+	aud verify >/dev/null || fail "$(aud verify)"
+}
+
+# A read-only store: `corral run` and `corral run --pipe` still run and print their output,
+# and each says so in exactly one line on stderr (the store's path and the fix). The store
+# is made read-only by its modes (an unprivileged user), or by a read-only bind mount of its
+# directory (root, whom modes do not stop; corral needs its capabilities to map root).
+test_audit_cli_readonly_store() {
+	local dir=$WS/store db=$WS/store/audit.db out err
+	mkdir -p "$dir"
+	"$CORRAL" run -w "$WS" --audit "$db" -- true || fail "the first run failed"
+	local before
+	before=$("$CORRAL" audit --db "$db" verify --json | jget rows)
+	if is_root; then
+		mount --bind "$dir" "$dir" && mount -o remount,bind,ro "$dir" || fail "cannot bind-mount $dir read-only"
+	else
+		chmod 0444 "$dir"/audit.db*
+		chmod 0555 "$dir"
+	fi
+	out=$("$CORRAL" run -w "$WS" --audit "$db" -- echo still-runs 2>"$WS/err1")
+	local rc=$?
+	err=$(cat "$WS/err1")
+	assert_eq "$rc" 0 "corral run with a read-only store"
+	assert_eq "$out" still-runs
+	assert_eq "$(wc -l <"$WS/err1")" 1 "stderr lines: $err"
+	assert_contains "$err" "$db"
+	assert_contains "$err" "the run itself is not affected"
+	out=$("$CORRAL" run -w "$WS" --audit "$db" --pipe 'echo piped' --pipe 'tr a-z A-Z' 2>"$WS/err2")
+	rc=$?
+	if is_root; then umount "$dir"; else chmod 0755 "$dir"; chmod 0644 "$dir"/audit.db*; fi
+	err=$(cat "$WS/err2")
+	assert_eq "$rc" 0 "corral run --pipe with a read-only store"
+	assert_eq "$out" PIPED
+	assert_eq "$(wc -l <"$WS/err2")" 1 "stderr lines: $err"
+	assert_contains "$err" "$db"
+	# nothing was written, and what was there still verifies
+	assert_eq "$("$CORRAL" audit --db "$db" verify --json | jget rows)" "$before"
+}
+
+# Retention for the commands that record: --audit-max-rows and --audit-max-age apply at the
+# run's own record (corral run, corral run --pipe, corral mcp); the chain still verifies from
+# the moved anchor; bad values are refused with one line naming the flag.
+test_audit_cli_retention_flags() {
+	local db=$WS/audit.db i out
+	for i in 1 2 3 4 5 6; do cr --audit "$db" -- true || fail "run $i"; done
+	assert_eq "$(aud verify --json | jget rows)" 6
+	cr --audit "$db" --audit-max-rows 2 -- echo newest >/dev/null || fail "the run with a row limit failed"
+	out=$(aud verify --json) || fail "the pruned store does not verify: $out"
+	assert_eq "$(jget rows <<<"$out")" 2
+	assert_eq "$(aud list --json | jget 0.argv.1)" newest "the newest row must be kept"
+	# by age: what is older than 1s goes, this run's record stays
+	cr --audit "$db" --audit-max-rows 0 -- true
+	sleep 1.2
+	cr --audit "$db" --audit-max-age 1s -- echo young >/dev/null || fail "the run with an age limit failed"
+	out=$(aud verify --json) || fail "the pruned store does not verify: $out"
+	assert_eq "$(jget rows <<<"$out")" 1
+	assert_eq "$(aud list --json | jget 0.argv.1)" young
+	# a pipeline: its stages and its parent are within the limit
+	cr --audit "$db" --audit-max-rows 3 --pipe 'echo a' --pipe 'cat' >/dev/null || fail "pipeline"
+	assert_eq "$(aud verify --json | jget rows)" 3
+	assert_eq "$(aud list --json --kind run | jget 0.command)" "echo a | cat"
+	# the MCP server: applied at its first record
+	for i in 1 2 3; do cr --audit "$db" -- true; done
+	DB=$db mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", os.environ["DB"], "--audit-max-rows", "1"]))
+s.initialize()
+assert s.call("run_command", {"command": "echo via-mcp"})["structuredContent"]["stdout"] == "via-mcp\n"
+assert s.close() == 0
+PY
+	assert_eq "$(aud verify --json | jget rows)" 1
+	assert_eq "$(aud list --json | jget 0.kind)" mcp_call
+	# bad values: one line, the flag named, exit 125, nothing run
+	local args
+	for cmd in run mcp shell; do
+		args=(-- true)
+		[ $cmd = mcp ] && args=()
+		out=$("$CORRAL" $cmd -w "$WS" --audit "$db" --audit-max-rows lots "${args[@]}" 2>&1 </dev/null)
+		assert_eq $? 125 "$cmd --audit-max-rows lots"
+		assert_eq "$(wc -l <<<"$out")" 1 "$cmd: $out"
+		assert_contains "$out" "--audit-max-rows"
+		out=$("$CORRAL" $cmd -w "$WS" --audit "$db" --audit-max-age soon "${args[@]}" 2>&1 </dev/null)
+		assert_eq $? 125 "$cmd --audit-max-age soon"
+		assert_contains "$out" "--audit-max-age"
+	done
+	for cmd in run mcp shell; do
+		assert_contains "$("$CORRAL" $cmd --help)" "--audit-max-age DUR, --audit-max-rows N"
+	done
+}

@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,6 +222,292 @@ static void test_timeout(void)
 	corral_config_free(c);
 }
 
+
+/* ---- exit statuses, signals, daemons, environment, limits, setup errors ------------------ */
+
+/* Host-side count of processes whose command line (argv[0]) contains mark: /proc of the
+ * host, not the sandbox's view. */
+static int count_marked(const char *mark)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[300], buf[512];
+		snprintf(path, sizeof(path), "/proc/%.256s/cmdline", de->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t len = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[len] = 0; /* argv[0] only: NUL-separated */
+		n += len > 0 && strstr(buf, mark) != NULL;
+	}
+	closedir(d);
+	return n;
+}
+
+static int wait_marked_gone(const char *mark, long ms)
+{
+	long t0 = now_ms();
+	while (count_marked(mark) != 0) {
+		if (now_ms() - t0 > ms)
+			return 0;
+		usleep(50000);
+	}
+	return 1;
+}
+
+static void test_exit_126_and_signal(void)
+{
+	/* a data file without the execute bit, and a file the sandbox sees (/etc/passwd) */
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/lib-notexec", ws);
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs("data\n", f);
+		fclose(f);
+	}
+	chmod(path, 0644);
+	const char *nx[] = {"./lib-notexec", NULL};
+	const char *pw[] = {"/etc/passwd", NULL};
+	const char *const *cases[] = {nx, pw};
+	for (int i = 0; i < 2; i++) {
+		corral_config *c = corral_config_new();
+		corral_config_set_workspace(c, ws, NULL);
+		corral_config_set_argv(c, cases[i], NULL);
+		struct corral_result *r = NULL;
+		struct corral_error e = {0};
+		int rc = corral_run(c, &r, &e);
+		CHECK(i ? "not_executable_126_system_file" : "not_executable_126",
+		      rc == CORRAL_ENOEXEC && e.code == CORRAL_ENOEXEC && e.sys_errno == EACCES &&
+		          !strcmp(e.step, "exec") && strstr(e.message, cases[i][0]) && r &&
+		          r->exit_code == 126 && r->error.code == CORRAL_ENOEXEC);
+		corral_result_free(r);
+		corral_config_free(c);
+	}
+	unlink(path);
+
+	corral_config *c = cfg_shell("echo before; kill -SEGV $$");
+	struct corral_result *r = NULL;
+	int rc = corral_run(c, &r, NULL);
+	CHECK("signal_death", rc == 0 && r && !r->exited && r->signal == SIGSEGV &&
+	                          r->exit_code == -1 && r->limit == CORRAL_HIT_NONE &&
+	                          !strcmp(r->stdout_buf, "before\n"));
+	char *json = NULL;
+	CHECK("signal_death_json", r && corral_result_to_json(r, &json, NULL) == 0 &&
+	                               strstr(json, "\"signal\":11") &&
+	                               strstr(json, "\"exit_code\":null"));
+	free(json);
+	corral_result_free(r);
+	corral_config_free(c);
+	/* a plain exit status 128+N is an exit, not a signal */
+	c = cfg_shell("exit 137");
+	corral_run(c, &r, NULL);
+	CHECK("exit_137_is_not_a_signal", r && r->exited && r->exit_code == 137 && r->signal == 0);
+	corral_result_free(r);
+	corral_config_free(c);
+}
+
+/* A timeout kills setsid daemons, a double fork and a nohup'ed one: none survives, checked
+ * in the host's /proc (with a control that they were running before the timeout). */
+static void test_timeout_kills_daemons(void)
+{
+	char mark[64], cmd[1024];
+	snprintf(mark, sizeof(mark), "corral-libd-%d-%ld", (int)getpid(), now_ms() % 100000);
+	snprintf(cmd, sizeof(cmd),
+	         "cp /bin/sleep ./%s; setsid ./%s 300 & (setsid ./%s 301 &); "
+	         "(nohup ./%s 302 >/dev/null 2>&1 &); exec ./%s 303",
+	         mark, mark, mark, mark, mark);
+	corral_config *c = cfg_shell(cmd);
+	corral_config_set_timeout_ms(c, 1500, 200, NULL);
+	corral_proc *p = NULL;
+	long t0 = now_ms();
+	int rc = corral_spawn(c, &p, NULL);
+	corral_config_free(c);
+	int seen = 0, done = 0;
+	while (rc == 0 && !done && now_ms() - t0 < 10000) {
+		done = corral_proc_step(p, 50, NULL) == 1;
+		int n = count_marked(mark);
+		if (n > seen)
+			seen = n;
+	}
+	struct corral_result *r = NULL;
+	if (p)
+		corral_proc_result(p, &r, NULL);
+	CHECK("daemons_started", seen >= 4);
+	CHECK("daemons_timeout", done && r && r->timed_out && r->limit == CORRAL_HIT_TIMEOUT &&
+	                             now_ms() - t0 < 6000);
+	CHECK("daemons_no_survivor", wait_marked_gone(mark, 3000));
+	corral_result_free(r);
+	corral_proc_destroy(p);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", ws, mark);
+	unlink(path);
+}
+
+static void test_env_scrubbed(void)
+{
+	setenv("HOST_SECRET_TOKEN", "lib-s3cr3t-value", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "lib-aws-s3cr3t", 1);
+	corral_config *c = cfg_shell("env");
+	corral_config_setenv(c, "GIVEN", "by-caller", NULL);
+	struct corral_result *r = NULL;
+	corral_run(c, &r, NULL);
+	const char *o = r && r->stdout_buf ? r->stdout_buf : "";
+	int lines = 0;
+	for (const char *q = o; *q; q++)
+		lines += *q == '\n';
+	char home[4200];
+	snprintf(home, sizeof(home), "HOME=%s\n", ws);
+	CHECK("env_scrubbed", r && r->exit_code == 0 && !strstr(o, "s3cr3t") &&
+	                          !strstr(o, "HOST_SECRET_TOKEN") && strstr(o, home) &&
+	                          strstr(o, "GIVEN=by-caller\n") && lines <= 9);
+	corral_result_free(r);
+	corral_config_free(c);
+	unsetenv("HOST_SECRET_TOKEN");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+}
+
+static int layer_applied(const struct corral_result *r, const char *name)
+{
+	for (size_t i = 0; r && i < r->n_layers; i++)
+		if (!strcmp(r->layers[i].name, name))
+			return r->layers[i].applied;
+	return 0;
+}
+
+static void test_limits(void)
+{
+	struct corral_result *r = NULL;
+	corral_config *c = cfg_shell("while :; do :; done");
+	corral_config_set_limit(c, CORRAL_LIMIT_CPU_S, 1, NULL);
+	corral_config_set_timeout_ms(c, 20000, 500, NULL);
+	corral_run(c, &r, NULL);
+	/* (rusage and the rlimit's tick accounting differ: about 850-1000 ms is seen) */
+	CHECK("limit_cpu", r && r->signal == SIGXCPU && r->limit == CORRAL_HIT_CPU &&
+	                       !r->timed_out && r->user_ms + r->sys_ms >= 500);
+	corral_result_free(r);
+	corral_config_free(c);
+
+	char big[4096];
+	snprintf(big, sizeof(big), "%s/lib-big", ws);
+	unlink(big);
+	/* killed by SIGXFSZ itself, and through a shell that reports it as 128+25 */
+	const char *fcmd[] = {"exec head -c 1000000 /dev/zero > lib-big",
+	                      "head -c 1000000 /dev/zero > lib-big; exit $?"};
+	for (int i = 0; i < 2; i++) {
+		unlink(big);
+		c = cfg_shell(fcmd[i]);
+		corral_config_set_limit(c, CORRAL_LIMIT_FSIZE, 100 * 1024, NULL);
+		corral_run(c, &r, NULL);
+		struct stat st;
+		int have = stat(big, &st) == 0;
+		CHECK(i ? "limit_fsize_via_shell" : "limit_fsize",
+		      r && r->limit == CORRAL_HIT_FSIZE &&
+		          (i ? r->exited && r->exit_code == 128 + SIGXFSZ : r->signal == SIGXFSZ) &&
+		          have && st.st_size <= 100 * 1024);
+		corral_result_free(r);
+		corral_config_free(c);
+	}
+	unlink(big);
+
+	c = cfg_shell("exec python3 -c 'import os\nfds = []\ntry:\n"
+	              "    while True: fds.append(os.open(\"/dev/null\", os.O_RDONLY))\n"
+	              "except OSError as e: print(e.errno, len(fds))'");
+	corral_config_set_limit(c, CORRAL_LIMIT_NOFILE, 32, NULL);
+	corral_run(c, &r, NULL);
+	int eno = 0, nfd = 0;
+	int got = r && r->stdout_buf && sscanf(r->stdout_buf, "%d %d", &eno, &nfd) == 2;
+	CHECK("limit_nofile_emfile", got && eno == EMFILE && nfd > 20 && nfd < 32);
+	corral_result_free(r);
+	corral_config_free(c);
+
+	/* processes: each child sleeps so all count at once; the fork fails with EAGAIN (and,
+	 * as a program that fails then would, it exits non-zero: with a cgroup the result
+	 * blames the pids limit) */
+	c = cfg_shell("exec python3 -c 'import os, time\nn = 0\ntry:\n"
+	              "    for i in range(60):\n"
+	              "        if os.fork() == 0: time.sleep(5); os._exit(0)\n"
+	              "        n += 1\n"
+	              "except OSError as e: print(\"errno\", e.errno)\nprint(\"forked\", n)\n"
+	              "raise SystemExit(3)'");
+	corral_config_set_limit(c, CORRAL_LIMIT_PIDS, 20, NULL);
+	corral_run(c, &r, NULL);
+	int n = -1;
+	const char *fk = r && r->stdout_buf ? strstr(r->stdout_buf, "forked ") : NULL;
+	if (fk)
+		n = atoi(fk + 7);
+	CHECK("limit_pids", r && r->stdout_buf && strstr(r->stdout_buf, "errno 11\n") && n >= 0 &&
+	                        n < 20);
+	if (layer_applied(r, "cgroup"))
+		CHECK("limit_pids_reported", r->limit == CORRAL_HIT_PIDS);
+	corral_result_free(r);
+	corral_config_free(c);
+
+	c = cfg_shell("exec python3 -c 'x = bytearray(400 << 20); print(\"allocated\")'");
+	corral_config_set_limit(c, CORRAL_LIMIT_MEMORY, 64 << 20, NULL);
+	corral_run(c, &r, NULL);
+	int cg = layer_applied(r, "cgroup");
+	CHECK("limit_memory",
+	      r && r->stdout_buf && !strstr(r->stdout_buf, "allocated") &&
+	          (cg ? r->limit == CORRAL_HIT_MEMORY
+	              : r->stderr_buf && strstr(r->stderr_buf, "MemoryError") != NULL));
+	corral_result_free(r);
+	corral_config_free(c);
+}
+
+/* A setup failure: the configured cwd is gone by the time the sandbox is built. The error
+ * record names the step and carries the errno, in the return, the error and the result. */
+static void test_setup_error_record(void)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s/lib-gone", ws);
+	struct corral_error e = {0};
+	corral_config *c0 = cfg_shell("true");
+	CHECK("cwd_missing_at_config",
+	      corral_config_set_cwd(c0, "lib-no-such-dir", &e) == CORRAL_EINVAL &&
+	          e.sys_errno == ENOENT && !strcmp(e.step, "cwd") &&
+	          strstr(e.message, "lib-no-such-dir"));
+	corral_config_free(c0);
+	enum corral_mode modes[] = {CORRAL_MODE_REQUIRED, CORRAL_MODE_NONE};
+	for (int i = 0; i < 2; i++) {
+		mkdir(dir, 0755);
+		corral_config *c = cfg_shell("touch lib-ran");
+		corral_config_set_mode(c, modes[i], NULL);
+		int set = corral_config_set_cwd(c, "lib-gone", NULL);
+		rmdir(dir);
+		struct corral_result *r = NULL;
+		memset(&e, 0, sizeof(e));
+		int rc = corral_run(c, &r, &e);
+		char ran[4200];
+		snprintf(ran, sizeof(ran), "%s/lib-ran", ws);
+		int did_run = access(ran, F_OK) == 0;
+		unlink(ran);
+		/* with a mount namespace the cwd is entered by the mount step, else by its own step */
+		const char *want = i == 0 ? "mount" : "cwd";
+		if (i == 0)
+			CHECK("setup_error_mount_step",
+			      set == 0 && rc == CORRAL_ESETUP && e.code == CORRAL_ESETUP &&
+			          e.sys_errno == ENOENT && !strcmp(e.step, want) && r &&
+			          r->error.code == rc &&
+			          r->error.sys_errno == ENOENT && !strcmp(r->error.step, want) &&
+			          !did_run);
+		else
+			CHECK("setup_error_cwd_step",
+			      set == 0 && rc == CORRAL_ESETUP && e.code == CORRAL_ESETUP &&
+			          e.sys_errno == ENOENT && !strcmp(e.step, want) && r &&
+			          r->error.code == rc && r->error.sys_errno == ENOENT &&
+			          !strcmp(r->error.step, want) && !did_run);
+		corral_result_free(r);
+		corral_config_free(c);
+	}
+}
+
 /* ---- pipelines ---------------------------------------------------------------------- */
 
 static struct corral_pipeline_result *pipe_run(const char *const *cmds, size_t n,
@@ -424,12 +712,19 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ws = argv[1];
+	/* line-buffered even into a pipe: the PASS lines before a crash reach tests/run.sh */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_blocking();
 	test_errors();
 	test_stdin_and_stream();
 	test_concurrent_spawn();
 	test_cancel_and_destroy();
 	test_timeout();
+	test_exit_126_and_signal();
+	test_timeout_kills_daemons();
+	test_env_scrubbed();
+	test_limits();
+	test_setup_error_record();
 	test_pipeline_basic();
 	test_pipeline_pipefail();
 	test_pipeline_teardown();

@@ -52,8 +52,10 @@ PY
 }
 
 test_mcp_tools_list_schemas_by_version() {
+	python3 -c 'from jsonschema import Draft7Validator' 2>/dev/null ||
+		skip "python3 has no jsonschema module (apt-get install python3-jsonschema)"
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
-import os, shutil, mcp_client as M
+import json, os, shutil, time, mcp_client as M
 for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--allow-env", "MY_*"]))
     s.initialize(v)
@@ -62,16 +64,49 @@ for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
                           "shell_list", "job_start", "job_output", "job_kill", "job_list",
                           "run_pipeline"}, tools.keys()
     new = v >= "2025-06-18"
-    with_output = {"run_command", "run_code", "can_i", "shell_exec"}
+    # every tool answers with structuredContent, so every tool has an outputSchema (from
+    # 2025-06-18, when outputSchema exists); a field each one must describe:
+    key_field = {"run_command": "exit_code", "run_code": "exit_code", "shell_exec": "exit_code",
+                 "can_i": "allowed", "shell_close": "closed", "shell_list": "sessions",
+                 "job_start": "job", "job_output": "next_offset", "job_kill": "running",
+                 "job_list": "jobs", "run_pipeline": "stages"}
     for t in tools.values():
         assert t["inputSchema"]["type"] == "object", t
         assert t["description"], t
-        assert ("outputSchema" in t) == (new and t["name"] in with_output), (v, t.keys())
+        assert ("outputSchema" in t) == new, (v, t.keys())
         assert ("title" in t) == new, (v, t.keys())
         assert ("annotations" in t) == (v >= "2025-03-26"), (v, t.keys())
-        if new and t["name"] in with_output:
-            assert t["outputSchema"]["type"] == "object"
-            assert ("exit_code" if t["name"] != "can_i" else "allowed") in t["outputSchema"]["properties"]
+        if new:
+            o = t["outputSchema"]
+            assert o["type"] == "object" and key_field[t["name"]] in o["properties"], (t["name"], o)
+            assert "$ref" not in json.dumps(o) and "$schema" not in o, t["name"]
+            assert set(o.get("required", [])) <= set(o["properties"]), t["name"]
+    if new and M._Validator is not None:
+        # call every tool; the client validates each structuredContent against its
+        # tool's outputSchema (mcp_client._check_response) and raises on a mismatch
+        seen = set()
+        def c(name, args):
+            r = s.call(name, args)
+            assert "structuredContent" in r, (name, r)
+            assert not r["isError"] or name in ("run_command", "run_pipeline"), (name, r)
+            seen.add(name)
+            return r["structuredContent"]
+        c("run_command", {"command": "echo hi; exit 3"})
+        c("run_code", {"language": "sh", "code": "echo code"})
+        c("can_i", {"op": "write", "target": "x"})
+        c("can_i", {"queries": [{"op": "read", "target": "/etc/shadow"}, {"op": "exec", "target": "sh"}]})
+        sid = c("shell_exec", {"command": "cd /tmp; echo $PWD"})["session"]["id"]
+        c("shell_list", {})
+        j = c("job_start", {"command": "echo job-out; sleep 30"})["job"]
+        c("job_start", {"command": "echo in-session", "session": sid})
+        time.sleep(0.3)
+        assert "job-out" in c("job_output", {"job": j})["stdout"]
+        c("job_list", {})
+        assert c("job_kill", {"job": j})["running"] is False
+        c("shell_close", {"session": sid})
+        c("run_pipeline", {"stages": [["echo", "a b"], ["wc", "-w"]]})
+        c("run_pipeline", {"stages": [["sh", "-c", "exit 2"], ["cat"]]})
+        assert seen == set(tools), set(tools) - seen
     if v >= "2025-03-26":   # can_i only reads the policy
         a = tools["can_i"]["annotations"]
         assert a["readOnlyHint"] and not a["destructiveHint"] and a["idempotentHint"], a
@@ -158,6 +193,12 @@ r = s.call("run_command", {"command": "pwd", "cwd": "/etc"})
 assert r["isError"] and "cwd" in M.text_of(r) and "structuredContent" not in r, r
 r = s.call("run_command", {"command": "pwd", "cwd": "../.."})
 assert r["isError"] and "cwd" in M.text_of(r), r
+# a symlink out of the workspace: the message names the argument once
+os.symlink("/etc", os.path.join(ws, "etclink"))
+r = s.call("run_command", {"command": "pwd", "cwd": "etclink"})
+t = M.text_of(r)
+assert r["isError"] and t.startswith("invalid arguments for run_command: cwd: etclink resolves to /etc, outside"), t
+assert "cwd: cwd:" not in t, t
 # stdin
 r = s.call("run_command", {"command": "tr a-z A-Z", "stdin": "shout\n"})
 assert r["structuredContent"]["stdout"] == "SHOUT\n", r
@@ -272,13 +313,86 @@ for lang in langs:
 r = s.call("run_code", {"language": "sh", "code": "echo bad >&2; exit 5"})
 assert r["isError"] and "exit: 5" in M.text_of(r)
 r = s.call("run_code", {"language": "cobol", "code": "x"})
-assert r["isError"] and "language: 'cobol' is not available" in M.text_of(r), M.text_of(r)
+assert r["isError"] and "language: 'cobol' is not supported" in M.text_of(r), M.text_of(r)
 r = s.call("run_code", {"language": "sh"})
 assert r["isError"] and "code: required" in M.text_of(r), M.text_of(r)
 r = s.call("run_code", {"language": "sh", "code": "x" * 200000, "stdin": "a"})
 assert r["isError"] and "too long together with stdin" in M.text_of(r), M.text_of(r)
 r = s.call("run_code", {"language": "sh", "code": "echo " + "y" * 200000 + " | wc -c"})
 assert not r["isError"] and r["structuredContent"]["stdout"].strip() == "200001", M.text_of(r)[:300]
+assert s.close() == 0
+PY
+}
+
+# run_code under a profile with a command allow-list: only the interpreters the policy lets
+# run are offered, and the code reaches its file without any other program (no mktemp, no
+# cat: those are not on the list). Judged on the host: the allowed programs write a marker
+# into the workspace, a refused language writes none.
+test_mcp_run_code_command_allow_list() {
+	[ -x /usr/bin/python3 ] || skip "python3 is not installed in /usr/bin"
+	mkdir -p "$WS/prof"
+	printf '%s\n' '{"commands":{"allow":[{"match":"sh"},{"match":"python3"}]}}' >"$WS/prof/allow.json"
+	PROF="$WS/prof/allow.json" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+ws, prof = os.environ["WS"], os.environ["PROF"]
+s = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--profile", prof]))
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+langs = tools["run_code"]["inputSchema"]["properties"]["language"]["enum"]
+assert langs == ["python", "sh"], langs
+# the same answer as can_i
+r = s.call("can_i", {"queries": [{"op": "exec", "target": t} for t in ("python3", "sh", "node", "bash", "mktemp")]})
+allowed = {a["target"]: a["allowed"] for a in r["structuredContent"]["answers"]}
+assert allowed == {"python3": True, "sh": True, "node": False, "bash": False, "mktemp": False}, allowed
+# python and sh run; their code file is in the private /tmp; the variable is gone
+r = s.call("run_code", {"language": "python", "code": "import os\nopen('py.mark','w').write('x')\nprint(__file__, os.environ.get('CORRAL_CODE'))"})
+assert not r["isError"], M.text_of(r)
+assert r["structuredContent"]["stdout"].startswith("/tmp/corral-code.") and "None" in r["structuredContent"]["stdout"], M.text_of(r)
+r = s.call("run_code", {"language": "sh", "code": "echo sh-ran > sh.mark; echo \"$0\""})
+assert not r["isError"] and r["structuredContent"]["stdout"].startswith("/tmp/corral-code."), M.text_of(r)
+# with the call's own stdin, and code too long for the variable (copied with read -r)
+r = s.call("run_code", {"language": "python", "code": "import sys; print(sys.stdin.read()[::-1])", "stdin": "olleh"})
+assert not r["isError"] and r["structuredContent"]["stdout"] == "hello\n", M.text_of(r)
+big = "s = 0\n" + "s += 1  # \\ \t padding\n" * 8000 + "print(s, end='')"
+r = s.call("run_code", {"language": "python", "code": big})
+assert not r["isError"] and r["structuredContent"]["stdout"] == "8000", M.text_of(r)[:500]
+# a language the policy refuses: a clear refusal, nothing runs
+for lang in ("node", "bash"):
+    r = s.call("run_code", {"language": lang, "code": "echo x > denied.mark"})
+    t = M.text_of(r)
+    assert r["isError"], t
+    assert "language: '%s' is not available on this server" % lang in t, t
+    assert "not on the command allow-list" in t and "choose one of: python, sh" in t, t
+assert s.close() == 0
+PY
+	[ -f "$WS/py.mark" ] || fail "the python code did not run (no py.mark in the workspace)"
+	[ "$(cat "$WS/sh.mark")" = sh-ran ] || fail "the sh code did not run (no sh.mark in the workspace)"
+	[ ! -e "$WS/denied.mark" ] || fail "a refused language ran: denied.mark exists"
+	# a profile that refuses /bin/sh offers no run_code at all
+	printf '%s\n' '{"commands":{"allow":[{"match":"python3"}]}}' >"$WS/prof/nosh.json"
+	PROF="$WS/prof/nosh.json" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--profile", os.environ["PROF"]]))
+s.initialize()
+names = [t["name"] for t in s.response(s.request("tools/list"))["result"]["tools"]]
+assert "run_code" not in names and "run_command" in names, names
+r = s.response(s.call_async("run_code", {"language": "python", "code": "print(1)"}))
+assert r["error"]["code"] == -32602 and "unknown tool 'run_code'" in r["error"]["message"], r
+assert s.close() == 0
+PY
+	# an interpreter the policy hides is not offered either (can_i's exec answer)
+	[ -x /usr/bin/node ] || return 0
+	printf '%s\n' '{"filesystem":{"deny":["/usr/bin/node"]}}' >"$WS/prof/hide.json"
+	PROF="$WS/prof/hide.json" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--profile", os.environ["PROF"]]))
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+langs = tools["run_code"]["inputSchema"]["properties"]["language"]["enum"]
+assert "node" not in langs and "sh" in langs, langs
+r = s.call("run_code", {"language": "node", "code": "console.log(1)"})
+t = M.text_of(r)
+assert r["isError"] and "language: 'node' is not available on this server" in t and "hidden" in t, t
 assert s.close() == 0
 PY
 }
@@ -381,6 +495,88 @@ PY
 	assert_no_survivor "$mark"
 }
 
+# --max-queue: with every slot busy and the queue full, a call is answered at once with a
+# "server busy" tool error; the queued calls still get their right answers, and once the
+# burst is over calls run normally again.
+test_mcp_max_queue_overflow() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-concurrent", "1", "--max-queue", "2"]))
+s.initialize()
+t0 = time.monotonic()
+ids = [s.call_async("run_command", {"command": "sleep 0.8; echo call-%d" % i}, id="q%d" % i) for i in range(6)]
+# one runs, two wait, the other three are refused at once (before the first call ends)
+for i in (3, 4, 5):
+    r = s.response("q%d" % i, timeout=max(0.05, t0 + 0.7 - time.monotonic()))["result"]
+    t = M.text_of(r)
+    assert r["isError"] and "structuredContent" not in r, t
+    assert "server busy: 2 calls are already waiting (the queue holds 2); try again later" in t, t
+for i in (0, 1, 2):
+    r = s.response("q%d" % i, timeout=30)["result"]
+    assert not r["isError"] and r["structuredContent"]["stdout"] == "call-%d\n" % i, (i, M.text_of(r))
+assert time.monotonic() - t0 >= 2.4      # one at a time: the queue ran them in turn
+# the server is not stuck: ping at once, and calls run again after the burst
+assert s.response(s.request("ping"), timeout=2)["result"] == {}
+for i in range(3):
+    r = s.call("run_command", {"command": "echo after-%d" % i})
+    assert not r["isError"] and r["structuredContent"]["stdout"] == "after-%d\n" % i, M.text_of(r)
+assert s.close() == 0
+PY
+}
+
+# A slow client: it sends 40 calls with ~1 MB answers each (and progress tokens), then
+# stops reading for 4 s while the server has far more output queued than a pipe holds (and
+# than its 16 MiB mark, where it stops reading requests). When the client reads again every
+# line is one whole JSON-RPC message: each call's answer arrives once, with its own output
+# unmixed, and the server still answers a ping and exits cleanly.
+test_mcp_slow_client_gets_whole_lines() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, re, subprocess, time, mcp_client as M
+p = subprocess.Popen(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-output", "512K"]),
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def send(o):
+    p.stdin.write((json.dumps(o) + "\n").encode())
+    p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+      "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "slow", "version": "0"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+N = 40
+for i in range(N):
+    letter = chr(ord("A") + i % 26)
+    send({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+          "params": {"name": "run_command", "_meta": {"progressToken": "p%d" % i},
+                     "arguments": {"command": "head -c 1200000 /dev/zero | tr '\\0' %s" % letter}}})
+time.sleep(4)                       # not reading: the server must queue, not block or cut
+assert p.poll() is None, "the server died while the client was not reading"
+send({"jsonrpc": "2.0", "id": "last", "method": "ping"})
+seen, lines, total = {}, 0, 0
+while "last" not in seen:
+    line = p.stdout.readline()
+    assert line, "EOF before every answer arrived (%d of %d)" % (len(seen), N + 2)
+    lines += 1
+    total += len(line)
+    why = M.protocol_problem(line)
+    assert why is None, (why, line[:200])
+    m = json.loads(line)
+    if "id" not in m:
+        continue                    # a progress notification
+    assert m["id"] not in seen, ("answered twice", m["id"])
+    seen[m["id"]] = m
+for i in range(N):
+    r = seen[i + 1]["result"]
+    assert not r["isError"], M.text_of(r)[:300]
+    sc = r["structuredContent"]
+    assert sc["stdout_bytes"] == 1200000 and sc["stdout_truncated"], sc["stdout_bytes"]
+    out = re.sub(r"\n\[\.\.\. corral: \d+ bytes dropped;[^\]]*\]\n", "", sc["stdout"])
+    letter = chr(ord("A") + i % 26)
+    assert out == letter * len(out) and len(out) >= 500000, (i, len(out), set(out))
+assert seen["last"]["result"] == {}
+p.stdin.close()
+assert p.wait(timeout=20) == 0
+print("%d lines, %.1f MB, all whole JSON-RPC messages" % (lines, total / 1e6))
+PY
+}
+
 test_mcp_progress_notifications() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
@@ -398,6 +594,27 @@ gaps = [b[0] - a[0] for a, b in zip(prog, prog[1:])]
 assert min(gaps) > 0.4, gaps                     # rate limited: at most every 500 ms
 last = prog[-1][1]["message"]
 assert last.startswith("elapsed ") and " bytes out, last: line" in last, last
+# the message carries the latest lines (up to 5, oldest first, blank ones skipped), not
+# only the last one: three lines and a blank one per 0.35 s
+seq = ["l%d%s" % (i, x) for i in range(1, 11) for x in "abc"]
+r = s.call("run_command", {"command": "for i in 1 2 3 4 5 6 7 8 9 10; do echo l${i}a; echo l${i}b; echo; echo l${i}c; sleep 0.35; done"},
+           progress_token="tok-lines")
+assert not r["isError"], M.text_of(r)
+msgs = [m["params"]["message"] for _, m in s.notifications if m["params"]["progressToken"] == "tok-lines"]
+assert len(msgs) >= 3, msgs
+shown = [m.split(", last: ", 1)[1].split("\n") for m in msgs if ", last: " in m]
+assert shown and max(len(l) for l in shown) == 5, msgs
+for lines in shown:
+    assert 1 <= len(lines) <= 5, lines
+    i = seq.index(lines[-1])
+    assert lines == seq[i - len(lines) + 1:i + 1], (lines, msgs)   # consecutive, newest last
+# bounded: a long line is cut at 200 bytes; the line being written counts
+r = s.call("run_command", {"command": "head -c 5000 /dev/zero | tr '\\0' x; echo; printf 'partial'; sleep 1.2"},
+           progress_token="tok-long")
+msgs = [m["params"]["message"] for _, m in s.notifications if m["params"]["progressToken"] == "tok-long"]
+last = msgs[-1]
+assert last.endswith(", last: ..." + "x" * 200 + "\npartial"), last
+assert all(len(m) < 5 * 210 + 80 for m in msgs), [len(m) for m in msgs]
 # no progress after the response, none without a token
 s.notifications.clear()
 s.call("run_command", {"command": "sleep 1.2"})
@@ -452,6 +669,12 @@ r = raw('{"jsonrpc":"2.0","id":10,"method":"tools/list","params":5}')
 assert r["error"]["code"] == -32600 and r["id"] == 10, r
 r = raw('{"jsonrpc":"2.0","id":"big","method":"ping"}')
 assert r == {"jsonrpc": "2.0", "id": "big", "result": {}}, r
+# integers beyond 64 bits are legal JSON: -32600 saying so (not -32700), then serving on
+r = raw('{"jsonrpc":"2.0","id":99999999999999999999,"method":"ping"}')
+assert r["error"]["code"] == -32600 and r["id"] is None and "id is an integer beyond 64 bits" in r["error"]["message"], r
+r = raw('{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"job_output","arguments":{"job":"j","since_offset":123456789012345678901234}}}')
+assert r["error"]["code"] == -32600 and r["id"] == 11 and "beyond 64 bits" in r["error"]["message"], r
+assert s.response(s.request("ping", id=2**63 - 1))["result"] == {}
 # a duplicate in-flight id is refused
 a = s.call_async("run_command", {"command": "sleep 1"}, id="dup")
 r = raw('{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"}}}')

@@ -82,16 +82,13 @@ PY
 }
 
 # The server runs out of descriptors: a burst of 20 concurrent calls under a low
-# RLIMIT_NOFILE. The calls that cannot start get a clean tool error naming open files; the
-# ones that started finish normally; afterwards the server serves normal calls and holds no
-# more descriptors than before. (The limit is 100: the current launcher needs descriptor
-# numbers 64..68 free in the sandbox child, so with RLIMIT_NOFILE below 69 no sandbox can
-# start at all and the run is misreported as "killed by signal 9" — a library issue, see
-# the MCP fault notes in docs/mcp.md. With that fixed, 48 works the same way.)
+# RLIMIT_NOFILE (48; MCP_FAULT_NOFILE overrides it). The calls that cannot start get a clean
+# tool error naming open files; the ones that started finish normally; afterwards the server
+# serves normal calls and holds no more descriptors than before.
 test_mcp_fault_fd_exhaustion() {
 	local mark="corral-mcp-fds-$RANDOM$RANDOM"
-	MARK=$mark NOFILE=${MCP_FAULT_NOFILE:-100} mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
-import os, resource, subprocess, mcp_client as M
+	MARK=$mark NOFILE=${MCP_FAULT_NOFILE:-48} mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, resource, subprocess, time, mcp_client as M
 mark, limit = os.environ["MARK"], int(os.environ["NOFILE"])
 def lower():
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
@@ -122,6 +119,11 @@ for burst in range(2):
     assert s.response(s.request("ping"))["result"] == {}
     r = s.call("run_command", {"command": "echo again"})
     assert r["isError"] is False and r["structuredContent"]["stdout"] == "again\n", M.text_of(r)
+    # a finished run's descriptors are closed right after its answer is sent
+    for _ in range(40):
+        if fds() == before:
+            break
+        time.sleep(0.05)
     assert fds() == before, (before, fds())
 assert subprocess.run(["pgrep", "-f", mark], stdout=subprocess.DEVNULL).returncode == 1
 assert s.close() == 0
@@ -255,6 +257,81 @@ PY
 	local rc=$?
 	chmod 0755 "$ro" && rmdir "$ro"
 	[ $rc = 0 ] || fail "the audit session failed"
+}
+
+# The disk fills up under the audit store too (the common case: the store and the workspace
+# on one filesystem; here a 2 MiB tmpfs, as root). Calls go on being answered; the records
+# that could not be written are not silently lost: at the exit the server writes their count
+# (one store_unavailable event, whatever its pause), and the chain still verifies.
+test_mcp_fault_disk_full_audit() {
+	# root only (a tmpfs mount); the unprivileged pass has nothing to test here, and a skip
+	# there would count as a failure under CORRAL_MUST_WORK
+	is_root || return 0
+	local small="$WS/../mcp-small-audit-$$"
+	mkdir -p "$small" && mount -t tmpfs -o size=2m,mode=0777 tmpfs "$small" ||
+		fail "cannot mount a 2 MiB tmpfs at $small as root"
+	SMALL=$small mcp_py <<'PY'
+import json, os, subprocess, mcp_client as M
+small = os.environ["SMALL"]
+db = small + "/audit.db"
+s = M.Server(M.corral_argv(["-w", small, "--audit", db]))
+s.initialize()
+first = s.call("run_command", {"command": "echo first"})["structuredContent"]["id"]
+r = s.call("run_command", {"command": "head -c 4M /dev/zero > fill.bin; echo rc=$?"})
+assert "No space left on device" in r["structuredContent"]["stderr"], M.text_of(r)
+for i in range(3):
+    r = s.call("run_command", {"command": "echo %d" % i})
+    assert r["structuredContent"]["stdout"] == "%d\n" % i, M.text_of(r)
+r = s.call("run_command", {"command": "rm fill.bin && echo freed"})
+assert r["structuredContent"]["stdout"] == "freed\n", M.text_of(r)
+assert s.close() == 0
+err = s.stderr_text.decode()
+assert err.count("audit: audit store") == 1 and "full" in err, err
+assert "the gap is recorded" in err, err
+out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+rows = [json.loads(l) for l in out.splitlines()]
+ex = [r["id"] for r in rows if r["type"] == "execution"]
+gaps = [r["detail"] for r in rows if r["type"] == "event" and r["kind"] == "store_unavailable"]
+assert ex[0] == first, ex
+# every call after the first is either a row or counted in the gap
+assert len(gaps) >= 1 and len(ex) - 1 + sum(g["missed"] for g in gaps) >= 5, (ex, gaps)
+assert "full" in gaps[-1]["error"], gaps
+v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify"], capture_output=True, text=True)
+assert v.returncode == 0, v.stdout + v.stderr
+PY
+	local rc=$?
+	umount "$small" && rmdir "$small"
+	[ $rc = 0 ] || fail "the full-disk audit session failed"
+}
+
+# The server is SIGKILLed (no shutdown at all) after answering calls: every call the client
+# got an answer for is in the store, and the chain verifies. A record is committed before
+# its answer is sent.
+test_mcp_fault_sigkill_keeps_acknowledged_records() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, subprocess, mcp_client as M
+ws = os.environ["WS"]
+db = ws + "/audit.db"
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db]))
+s.initialize()
+acked = []
+for i in range(5):
+    acked.append(s.call("run_command", {"command": "echo %d" % i})["structuredContent"]["id"])
+sess = s.call("shell_exec", {"command": "echo in-session"})["structuredContent"]
+acked.append(sess["id"])
+pl = s.call("run_pipeline", {"stages": [["echo", "p"], ["cat"]]})["structuredContent"]
+acked.append(pl["id"])
+s.call_async("run_command", {"command": "sleep 300"})   # in flight: not acknowledged
+s.proc.kill()
+assert s.proc.wait(timeout=5) == -9
+out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+ids = {json.loads(l)["id"] for l in out.splitlines()}
+missing = [a for a in acked if a not in ids]
+assert not missing, ("acknowledged calls missing from the store", missing)
+v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify"], capture_output=True, text=True)
+assert v.returncode == 0, v.stdout + v.stderr
+print("%d acknowledged calls, all recorded" % len(acked))
+PY
 }
 
 # Malformed JSON-RPC interleaved with good requests, under load: 60 calls in flight (4 at a

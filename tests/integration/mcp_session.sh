@@ -303,7 +303,11 @@ assert s.close() == 0
 PY
 }
 
-# Session commands, pipeline stages and ended jobs are in the audit store.
+# Session commands, pipelines and jobs are in the audit store as executions: a session
+# command's parent is its session; a pipeline is one mcp_call row (the pipeline's id, "A | B",
+# its pipefail status) that its stage rows point at; a job is a row of kind job when it ends
+# (a job of its own with its sandbox's usage and isolation; its parent the session when it
+# ran in one), with what it does not know (byte counts per stream, redactions) null.
 test_mcp_session_job_pipeline_audit() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import json, os, subprocess, time, mcp_client as M
@@ -312,26 +316,119 @@ db = ws + "/audit.db"
 s = M.Server(M.corral_argv(["-w", ws, "--audit", db]))
 s.initialize()
 sc = s.call("shell_exec", {"command": "echo audited-session"})["structuredContent"]
-s.call("run_pipeline", {"stages": [["echo", "x"], ["cat"]]})
+sid = sc["session"]["id"]
+sc2 = s.call("shell_exec", {"session": sid, "command": "cd /tmp && echo again"})["structuredContent"]
+pl = s.call("run_pipeline", {"stages": [["echo", "x"], ["cat"]]})["structuredContent"]
 j = s.call("job_start", {"command": "echo job-out"})["structuredContent"]["job"]
-for _ in range(100):
-    if not s.call("job_output", {"job": j})["structuredContent"]["running"]:
-        break
-    time.sleep(0.05)
+js = s.call("job_start", {"session": sid, "command": "echo in-session"})["structuredContent"]["job"]
+tok = "ghp_" + "a1B2c3D4e5" * 3 + "f6G7h8"
+jt = s.call("job_start", {"command": "printf 'token %%s%%s\\n' %s %s" % (tok[:20], tok[20:])})["structuredContent"]["job"]
+for jid in (j, js, jt):
+    for _ in range(100):
+        if not s.call("job_output", {"job": jid})["structuredContent"]["running"]:
+            break
+        time.sleep(0.05)
 assert s.close() == 0
 def audit(*a):
     out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db] + list(a),
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     return out.stdout
-rows = json.loads(audit("list", "--kind", "session_cmd", "--json"))
-assert [r["id"] for r in rows] == [sc["id"]], rows
-assert len(json.loads(audit("list", "--kind", "pipeline_stage", "--json"))) == 2
 rows = [json.loads(l) for l in audit("export").splitlines()]
-jobs = [r for r in rows if r["type"] == "event" and r["kind"] == "job"]
-assert [r["detail"]["job"] for r in jobs] == [j], rows
-assert jobs[0]["detail"]["exit_code"] == 0 and jobs[0]["detail"]["total_bytes"] == 8, jobs
+ex = {r["id"]: r for r in rows if r["type"] == "execution"}
+# session commands: parent = the session, the session's policy hash, the client
+cmds = [r for r in ex.values() if r["kind"] == "session_cmd"]
+assert [r["id"] for r in cmds] == [sc["id"], sc2["id"]], cmds
+for r in cmds:
+    assert r["parent"] == sid and r["client"] == "mcp" and r["client_info"]["name"], r
+    assert len(r["policy_hash"]) == 64 and r["cwd"] == os.path.realpath(ws), r
+# the pipeline: its call row, and the stages under it
+stages = [r for r in ex.values() if r["kind"] == "pipeline_stage"]
+assert len(stages) == 2 and {r["parent"] for r in stages} == {pl["id"]}, stages
+call = ex[pl["id"]]
+assert call["kind"] == "mcp_call" and call["command"] == "echo x | cat" and call["exit_code"] == 0, call
+assert call["policy_hash"] == stages[0]["policy_hash"] and len(call["policy_hash"]) == 64, call
+show = json.loads(audit("show", pl["id"][:12], "--json"))
+assert sorted(c["id"] if isinstance(c, dict) else c for c in show["children"]) == sorted(r["id"] for r in stages), show["children"]
+# the jobs: a row each, no more "job" events
+assert not [r for r in rows if r["type"] == "event" and r["kind"] == "job"], rows
+job, sjob = ex[j], ex[js]
+assert job["kind"] == "job" and job["parent"] is None and job["command"] == "echo job-out", job
+assert job["exit_code"] == 0 and job["signal"] is None and not job["timed_out"], job
+assert job["client"] == "mcp" and job["client_info"]["name"] and job["cwd"] == os.path.realpath(ws), job
+assert len(job["policy_hash"]) == 64 and job["isolation"]["seccomp"]["applied"] is not None, job
+assert job["user_ms"] is not None and job["max_rss_kb"] > 0 and job["violations"] == [], job
+assert job["stdout_bytes"] is None and job["stderr_bytes"] is None and job["redactions"] == 0, job
+assert job["started_at"] <= job["ended_at"], job
+assert sjob["kind"] == "job" and sjob["parent"] == sid and sjob["exit_code"] == 0, sjob
+assert sjob["policy_hash"] == cmds[0]["policy_hash"] and sjob["cwd"] is None, sjob
+assert sjob["isolation"] and sjob["user_ms"] is None and sjob["violations"] is None, sjob
+assert ex[jt]["redactions"] == 1 and tok not in json.dumps(rows), ex[jt]   # counted, never stored
+stats = json.loads(audit("stats", "--json"))
+assert stats["by_kind"]["job"] == 3, stats
 audit("verify")   # the chain holds (audit() fails on a non-zero exit)
+PY
+}
+
+# How jobs end, on the record: job_kill is a cancelled event, --job-timeout a timeout event,
+# and at the server's exit every job still running (its own sandbox or a session's) is
+# killed and recorded as cancelled, as are a session command and a pipeline cut off by the
+# exit; the host sees none of their processes afterwards. A pipeline that could not start is
+# a row with its error (a setup_failed event).
+test_mcp_session_audit_job_ends() {
+	MARK="corral-jobend-$RANDOM$RANDOM" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+db = ws + "/audit.db"
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db, "--job-timeout", "1s",
+                            "--kill-after", "300ms"]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
+killed = s.call("job_start", {"command": "bash -c 'exec -a %s-k sleep 300'" % mark})["structuredContent"]["job"]
+time.sleep(0.3)
+k = s.call("job_kill", {"job": killed})["structuredContent"]
+assert not k["running"], k
+expired = s.call("job_start", {"session": sid, "command": "bash -c 'exec -a %s-t sleep 300'" % mark})["structuredContent"]["job"]
+time.sleep(1.8)
+assert not s.call("job_output", {"job": expired})["structuredContent"]["running"]
+# running at the exit: a job of its own, a session job, a session command
+s2 = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
+own = s.call("job_start", {"command": "bash -c 'exec -a %s-o sleep 300'" % mark})["structuredContent"]["job"]
+sj = s.call("job_start", {"session": s2, "command": "bash -c 'exec -a %s-s sleep 300'" % mark})["structuredContent"]["job"]
+s.call_async("shell_exec", {"session": sid, "command": "bash -c 'exec -a %s-c sleep 300'" % mark})
+s.call_async("run_pipeline", {"stages": [["bash", "-c", "exec -a %s-p sleep 300" % mark], ["cat"]]})
+bad = s.call("run_pipeline", {"stages": [["corral-no-such-prog"], ["cat"]]})
+assert bad["isError"], bad
+time.sleep(0.5)
+for suf in ("-o", "-s", "-c", "-p"):
+    assert subprocess.run(["pgrep", "-f", mark + suf], capture_output=True).returncode == 0, suf
+assert s.close() == 0
+assert subprocess.run(["pgrep", "-f", mark]).returncode == 1, "a process survived the exit"
+out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+rows = [json.loads(l) for l in out.splitlines()]
+ex = {r["id"]: r for r in rows if r["type"] == "execution"}
+def events(i):
+    return sorted(r["kind"] for r in rows if r["type"] == "event" and r["execution_id"] == i)
+assert ex[killed]["kind"] == "job" and ex[killed]["signal"] and events(killed) == ["cancelled"], (ex[killed], events(killed))
+e = ex[expired]
+assert e["timed_out"] and e["limit_hit"] == "timeout" and e["parent"] == sid and "timeout" in events(expired), (e, events(expired))
+assert 1000 <= e["duration_ms"] < 5000, e["duration_ms"]
+for jid, parent in ((own, None), (sj, s2)):
+    r = ex[jid]
+    assert r["kind"] == "job" and r["parent"] == parent and r["exit_code"] is None, r
+    assert events(jid) == ["cancelled"], (r, events(jid))
+cut = [r for r in ex.values() if r["kind"] == "session_cmd" and r["command"] == "bash -c 'exec -a %s-c sleep 300'" % mark]
+assert len(cut) == 1 and cut[0]["parent"] == sid and events(cut[0]["id"]) == ["cancelled"], cut
+assert cut[0]["user_ms"] is None and cut[0]["isolation"] is None, cut   # not known: no result
+pipe = [r for r in ex.values() if r["kind"] == "mcp_call" and r["command"].startswith("bash -c")]
+assert len(pipe) == 1 and events(pipe[0]["id"]) == ["cancelled"], pipe
+stages = [r for r in ex.values() if r["parent"] == pipe[0]["id"]]
+assert len(stages) == 2 and all(r["kind"] == "pipeline_stage" and r["signal"] for r in stages), stages
+assert any(events(r["id"]) == ["cancelled"] for r in stages), [events(r["id"]) for r in stages]
+nostart = [r for r in ex.values() if r["kind"] == "mcp_call" and "corral-no-such-prog" in r["command"]]
+assert len(nostart) == 1 and nostart[0]["error"] and events(nostart[0]["id"]) == ["setup_failed"], nostart
+v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify"], capture_output=True, text=True)
+assert v.returncode == 0, v.stdout + v.stderr
 PY
 }
 

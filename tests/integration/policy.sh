@@ -94,6 +94,149 @@ test_policy_protected_overlap_keeps_user_files() {
 	assert_eq "$(ls -A "$WS")" ".bashrc" "the workspace after four overlapping runs"
 }
 
+# A host git in the workspace, isolated from the caller's own git configuration. The
+# sandbox's attacks plant `core.fsmonitor` (run by `git status`) and hooks that touch a marker
+# outside the workspace: the marker on the host is the evidence that the host ran them.
+host_git() {
+	GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null HOME=/nonexistent \
+		timeout 30 git -c safe.directory='*' "$@"
+}
+# What git trusts in a git directory, as a list of hashes to compare before and after.
+git_trust_state() {
+	local d
+	for d in "$@"; do
+		(cd "$d" && find config hooks 2>/dev/null | sort | xargs -r sha256sum 2>&1)
+	done
+}
+PLANT='printf "[core]\n\tfsmonitor = \"touch $MARK; false\"\n"'
+
+test_policy_protected_git_rename() {
+	# renaming .git would carry the read-only mounts of its hooks and config away with it,
+	# leaving a writable copy in their place: .git is a mount point in the sandbox
+	command -v git >/dev/null && host_git init -q "$WS" || {
+		mkdir -p "$WS/.git/hooks"; printf '[core]\n' >"$WS/.git/config"; }
+	mkdir -p "$WS/.git/hooks"
+	printf '#!/bin/sh\necho original\n' >"$WS/.git/hooks/pre-commit"
+	local MARK="$WS.marker" before
+	rm -f "$MARK"
+	before=$(git_trust_state "$WS/.git")
+	cr -c "export MARK=$MARK; mv .git .gitold; cp -r .gitold .git; $PLANT >> .git/config;
+		echo 'touch $MARK' > .git/hooks/pre-commit; echo 'touch $MARK' > .git/hooks/post-checkout;
+		chmod +x .git/hooks/*; mv .git/hooks .git/h2; mv .git/config .git/c2; echo" 2>/dev/null
+	assert_eq "$(git_trust_state "$WS/.git")" "$before" "git's config or hooks changed"
+	[ ! -e "$WS/.gitold" ] || fail ".git was renamed: $(ls -A "$WS")"
+	if command -v git >/dev/null; then
+		host_git -C "$WS" status >/dev/null 2>&1 || fail "the host's git repository was broken"
+		host_git -C "$WS" -c user.name=t -c user.email=t@t commit -q --allow-empty -m x >/dev/null 2>&1
+	fi
+	[ ! -e "$MARK" ] || fail "the host ran a command planted by the sandbox"
+	# emptying .git and making a new one in its place fails the same way
+	cr -c "export MARK=$MARK; rm -rf .git; rmdir .git; mkdir -p .git/hooks; $PLANT > .git/config; echo" 2>/dev/null
+	assert_eq "$(git_trust_state "$WS/.git")" "$before" "git's config or hooks changed"
+	# control: the same attack on a directory that is not on the way to a protected path
+	mkdir -p "$WS/d/sub"
+	cr -c 'mv d d2 && mkdir d && echo x > d/f'
+	[ -e "$WS/d2/sub" ] && [ -e "$WS/d/f" ] || fail "control: renaming a plain directory failed"
+}
+
+test_policy_protected_git_commondir() {
+	# .git/commondir points a host git at another directory for its config and hooks; no
+	# placeholder can hold it (an empty one breaks git), so one the sandbox creates is removed
+	# when the run ends, in .git and in submodule git directories
+	command -v git >/dev/null || skip "needs git on the host"
+	host_git init -q "$WS"
+	mkdir -p "$WS/.git/modules/sub/hooks"
+	echo 'ref: refs/heads/master' >"$WS/.git/modules/sub/HEAD"
+	printf '[core]\n' >"$WS/.git/modules/sub/config"
+	local MARK="$WS.marker" d
+	rm -f "$MARK"
+	cr -c "export MARK=$MARK; for d in .git .git/modules/sub; do mkdir -p \$d/x/objects \$d/x/refs;
+		$PLANT > \$d/x/config; echo x > \$d/commondir; done; git rev-parse --git-common-dir" 2>/dev/null
+	for d in .git .git/modules/sub; do
+		[ ! -e "$WS/$d/commondir" ] || fail "$d/commondir planted by the sandbox is still there"
+	done
+	host_git -C "$WS" status >/dev/null 2>&1 || fail "the host's git repository was broken"
+	[ ! -e "$MARK" ] || fail "the host ran a command planted by the sandbox"
+	# a commondir that was there before the run is not corral's to remove
+	echo . >"$WS/.git/modules/sub/commondir"
+	cr -- true
+	assert_eq "$(cat "$WS/.git/modules/sub/commondir")" . "an existing commondir was touched"
+	rm -f "$MARK"
+}
+
+test_policy_protected_git_absent() {
+	# no .git: the sandbox must not create one (git init, hooks, a config)
+	local MARK="$WS.marker"
+	rm -f "$MARK"
+	cr -c "export MARK=$MARK; mkdir -p .git/hooks; echo 'touch $MARK' > .git/hooks/pre-commit;
+		$PLANT > .git/config; git init -q . ; echo" 2>/dev/null
+	[ ! -e "$WS/.git" ] || fail ".git was created: $(find "$WS/.git" | head)"
+	assert_eq "$(ls -A "$WS")" "" "the placeholder was left behind"
+	# what the query says agrees: everything beneath .git is read-only
+	local out
+	out=$("$CORRAL" policy check -w "$WS" --write .git/objects/x --json); assert_eq $? 1
+	assert_contains "$(jget rule <<<"$out")" "protected .git"
+	# with .git on the host, its hooks and config stay protected, the rest is writable
+	mkdir -p "$WS/.git/objects"
+	out=$("$CORRAL" policy check -w "$WS" --write .git/objects/x --json); assert_eq $? 0
+	out=$("$CORRAL" policy check -w "$WS" --write .git/hooks/pre-commit --json); assert_eq $? 1
+	assert_contains "$(jget rule <<<"$out")" "protected .git/hooks"
+	# taking .git off the list (a profile without it) lets git init run
+	rmdir "$WS/.git/objects" "$WS/.git"
+	cat >"$WS/../p.$$.json" <<'J'
+{"filesystem": {"protected": [".mcp.json"]}}
+J
+	cr --profile "$WS/../p.$$.json" -c 'mkdir .git && echo made > .git/x' 2>/dev/null
+	assert_eq "$(cat "$WS/.git/x" 2>/dev/null)" made "without .git on the list the sandbox may create it"
+	rm -f "$WS/../p.$$.json"
+}
+
+test_policy_protected_git_file() {
+	# a worktree or submodule checkout: .git is a file naming the git directory
+	local gd="$WS.gitdir" MARK="$WS.marker"
+	rm -rf "$gd" "$MARK"
+	if command -v git >/dev/null; then
+		host_git init -q --separate-git-dir "$gd" "$WS" >/dev/null
+	else
+		mkdir -p "$gd"; echo "gitdir: $gd" >"$WS/.git"
+	fi
+	local before; before=$(sha256sum "$WS/.git")
+	cr -c "export MARK=$MARK; mkdir -p evil/objects evil/refs; echo 'ref: refs/heads/master' > evil/HEAD;
+		$PLANT > evil/config; echo 'gitdir: ./evil' > .git; rm -f .git; mv .git g2; echo" 2>/dev/null
+	assert_eq "$(sha256sum "$WS/.git")" "$before" "the .git file was rewritten"
+	if command -v git >/dev/null; then host_git -C "$WS" status >/dev/null 2>&1; fi
+	[ ! -e "$MARK" ] || fail "the host ran a command planted by the sandbox"
+	rm -rf "$gd" "$MARK"
+}
+
+test_policy_protected_git_submodules() {
+	# submodule git directories (.git/modules/<name>, names with slashes, nested modules)
+	# and submodule checkouts whose .git file a host `git status` follows
+	local m d
+	for m in .git/modules/sub .git/modules/libs/two .git/modules/sub/modules/inner; do
+		mkdir -p "$WS/$m/hooks"
+		echo 'ref: refs/heads/master' >"$WS/$m/HEAD"
+		printf '[core]\n\tbare = false\n' >"$WS/$m/config"
+	done
+	mkdir -p "$WS/.git/hooks" "$WS/sub" "$WS/libs/two"
+	printf '[core]\n' >"$WS/.git/config"
+	printf '[submodule "sub"]\n\tpath = sub\n[submodule "libs/two"]\n\tpath = "libs/two"\n' >"$WS/.gitmodules"
+	echo 'gitdir: ../.git/modules/sub' >"$WS/sub/.git"
+	echo 'gitdir: ../../.git/modules/libs/two' >"$WS/libs/two/.git"
+	local before; before=$(git_trust_state "$WS"/.git/modules/{sub,libs/two,sub/modules/inner}; sha256sum "$WS"/sub/.git "$WS"/libs/two/.git)
+	cr -c 'for m in .git/modules/sub .git/modules/libs/two .git/modules/sub/modules/inner; do
+		echo "[alias] x = !evil" >> $m/config; echo evil > $m/hooks/post-checkout;
+		mv $m $m.old; done; echo "gitdir: ./evil" > sub/.git; mv sub sub2; mv libs/two/.git x; echo' 2>/dev/null
+	assert_eq "$(git_trust_state "$WS"/.git/modules/{sub,libs/two,sub/modules/inner}; sha256sum "$WS"/sub/.git "$WS"/libs/two/.git)" "$before"
+	for d in sub sub2 .git/modules/sub.old; do
+		[ "$d" = sub ] || [ ! -e "$WS/$d" ] || fail "$d was renamed"
+	done
+	# the hooks placeholders of modules without hooks are gone again
+	rmdir "$WS/.git/modules/libs/two/hooks"
+	cr -- true
+	[ ! -e "$WS/.git/modules/libs/two/hooks" ] || fail "a module hooks placeholder was left behind"
+}
+
 test_policy_readonly_profile() {
 	echo orig >"$WS/f"
 	local out
@@ -193,6 +336,65 @@ done"
 	[ -e "$WS/m1" ] && [ -e "$WS/m3" ] || fail "control run did not create the markers"
 }
 
+test_policy_command_allowlist_loader_limit() {
+	# A documented limit (docs/policy.md, "What the allow-list does not cover"; README,
+	# security limits): the dynamic loader keeps the execute right, since every allowed ELF
+	# program needs it; run as a program, it maps and starts any ELF file the sandbox can
+	# read, and Landlock's execute right does not govern mmap. This records the behaviour as
+	# it is, so that a change is noticed: if this fails, the loader no longer gets around the
+	# allow-list, and the docs and this test should say so.
+	local ld
+	# the ELF interpreter of /bin/sh (PT_INTERP), as the allow-list grants it
+	ld=$(python3 - <<'PY'
+import struct
+d = open("/bin/sh", "rb").read()
+if d[4] == 2 and d[5] == 1:  # 64-bit, little-endian
+    phoff, = struct.unpack_from("<Q", d, 0x20)
+    size, num = struct.unpack_from("<HH", d, 0x36)
+    for i in range(num):
+        o = phoff + i * size
+        if struct.unpack_from("<I", d, o)[0] == 3:
+            off, = struct.unpack_from("<Q", d, o + 8)
+            n, = struct.unpack_from("<Q", d, o + 32)
+            print(d[off:off + n].rstrip(b"\0").decode())
+PY
+)
+	[ -n "$ld" ] || skip "no ELF interpreter found for /bin/sh"
+	cat >"$WS/p.json" <<'J'
+{"commands": {"allow": ["sh", "echo"]}}
+J
+	cr --profile "$WS/p.json" -c "$ld /usr/bin/touch via_loader; /usr/bin/touch direct" 2>/dev/null
+	[ ! -e "$WS/direct" ] || fail "the allow-list was bypassed by an absolute path"
+	[ -e "$WS/via_loader" ] || fail "the loader no longer runs a program that is not allowed: the limit documented in docs/policy.md is gone; update the docs and this test"
+}
+
+test_policy_command_allowlist_without_landlock() {
+	# --mode auto on a host without Landlock: the allow-list is a preflight only, and the
+	# run says so in its isolation record and on stderr
+	cat >"$WS/p.json" <<'J'
+{"commands": {"allow": ["sh", "echo"]}}
+J
+	local out err="$WS/../err.$$"
+	out=$("$NOLAYER" landlock -- "$CORRAL" run -w "$WS" --mode auto --json --profile "$WS/p.json" -c '/usr/bin/touch m2' 2>"$err")
+	assert_eq "$(jget isolation.landlock.applied <<<"$out")" false
+	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "command allow-list NOT enforced (preflight only)"
+	assert_contains "$(cat "$err")" "warning: Landlock is unavailable"
+	# what "not enforced" means, seen on the host: the nested command ran
+	[ -e "$WS/m2" ] || fail "the nested command did not run (then the record should not say NOT enforced)"
+	# the preflight still holds for the top-level command
+	"$NOLAYER" landlock -- "$CORRAL" run -w "$WS" --mode auto --profile "$WS/p.json" -- touch m0 2>/dev/null
+	assert_eq $? 126
+	[ ! -e "$WS/m0" ] || fail "the preflight let a command off the allow-list run"
+	# without an allow-list there is nothing to warn about
+	"$NOLAYER" landlock -- "$CORRAL" run -w "$WS" --mode auto -- true 2>"$err"
+	assert_not_contains "$(cat "$err")" "allow-list"
+	# mode required refuses the run instead
+	"$NOLAYER" landlock -- "$CORRAL" run -w "$WS" --mode required --profile "$WS/p.json" -c '/usr/bin/touch m3' 2>/dev/null
+	assert_eq $? 125
+	[ ! -e "$WS/m3" ] || fail "mode required ran without Landlock"
+	rm -f "$err"
+}
+
 test_policy_arg_confinement() {
 	local e
 	e=$(cr -- cat /root/.ssh/id_rsa 2>&1); assert_eq $? 126
@@ -221,7 +423,8 @@ test_policy_validate_errors() {
 	e=$(cr --profile nosuchprofile -- true 2>&1); assert_eq $? 125
 	assert_contains "$e" "nosuchprofile"
 	for f in "$DOCS"/examples/*.json; do
-		"$CORRAL" policy validate "$f" >/dev/null || fail "example $f does not validate"
+		# --syntax-only: an example names host paths (~/.cache/pip) this machine may lack
+		"$CORRAL" policy validate --syntax-only "$f" >/dev/null || fail "example $f does not validate"
 	done
 }
 
@@ -242,29 +445,87 @@ test_policy_check_query() {
 	assert_eq "$(jget allowed <<<"$out")" true
 }
 
+test_policy_check_exec_hidden_binary() {
+	# the exec query resolves the command the way the sandbox would: through its PATH, past
+	# files it cannot see; a hidden binary is denied, naming the rule, and the run agrees
+	local out bin="$WS.bin"
+	cat >"$WS/../h.$$.json" <<'J'
+{"filesystem": {"deny": ["/usr/bin/env"]}}
+J
+	out=$("$CORRAL" policy check -w "$WS" --profile "$WS/../h.$$.json" --exec env --json); assert_eq $? 1
+	assert_eq "$(jget allowed <<<"$out")" false
+	assert_contains "$(jget rule <<<"$out")" "filesystem.deny /usr/bin/env"
+	out=$("$CORRAL" policy check -w "$WS" --profile "$WS/../h.$$.json" --exec /usr/bin/env --json); assert_eq $? 1
+	cr --profile "$WS/../h.$$.json" -- env >/dev/null 2>&1; assert_eq $? 126
+	# control: without the rule the same query answers allowed
+	out=$("$CORRAL" policy check -w "$WS" --exec env --json); assert_eq $? 0
+	rm -f "$WS/../h.$$.json"
+	# a PATH entry outside every tree the sandbox sees
+	rm -rf "$bin"; mkdir -p "$bin"
+	printf '#!/bin/sh\necho hi\n' >"$bin/wpa-tool"; cp /bin/true "$bin/true"; chmod +x "$bin"/*
+	cat >"$WS/../p.$$.json" <<J
+{"env": {"set": {"PATH": "$bin:/usr/bin:/bin"}}}
+J
+	out=$("$CORRAL" policy check -w "$WS" --profile "$WS/../p.$$.json" --exec wpa-tool --json); assert_eq $? 1
+	assert_eq "$(jget rule <<<"$out")" "not visible"
+	cr --profile "$WS/../p.$$.json" -- wpa-tool >/dev/null 2>&1; assert_eq $? 127
+	# a hidden copy earlier in PATH does not hide a visible one later (as in execvp)
+	out=$("$CORRAL" policy check -w "$WS" --profile "$WS/../p.$$.json" --exec true --json); assert_eq $? 0
+	cr --profile "$WS/../p.$$.json" -- true; assert_eq $? 0
+	# a binary in the host's /tmp is not the sandbox's /tmp
+	if [[ $bin != "$WS"* ]] && [[ $bin == /tmp/* ]]; then
+		out=$("$CORRAL" policy check -w "$WS" --exec "$bin/wpa-tool" --json); assert_eq $? 1
+	fi
+	rm -rf "$bin" "$WS/../p.$$.json"
+}
+
 test_policy_dry_run_matches_mountinfo() {
-	mkdir -p "$WS/sec"
-	local plan inside
+	# Every planned mount is in the sandbox's mountinfo with the planned read-only or
+	# read-write state (optional ones when their host source exists), and nothing else is
+	mkdir -p "$WS/sec" "$WS/.git/hooks"
+	local plan
 	cr --dry-run --json --hide sec -- true >"$WS/../plan.$$.json"
 	plan=$(cat "$WS/../plan.$$.json")
 	[ "$(jget command.decision <<<"$plan")" = allowed ] || fail "dry-run decision"
 	cr --hide sec -- cat /proc/self/mountinfo >"$WS/../mi.$$.txt"
 	python3 - "$WS/../plan.$$.json" "$WS/../mi.$$.txt" "$WS" <<'PY' || fail "the plan and the sandbox's mounts differ"
-import json, sys
-plan = json.load(open(sys.argv[1])); mi = open(sys.argv[2]).read().splitlines(); ws = sys.argv[3]
-mounted = set(l.split()[4] for l in mi)
-kinds = lambda m: m["type"] not in ("symlink", "dir")
-planned = set(m["target"] for m in plan["mounts"] if kinds(m) and not m.get("optional"))
-optional = set(m["target"] for m in plan["mounts"] if kinds(m) and m.get("optional"))
-planned |= set(plan["protected"])
-missing = planned - mounted
-extra = mounted - planned - optional - {"/"}
-if missing or extra:
-    print("missing:", sorted(missing), "extra:", sorted(extra)); sys.exit(1)
+import json, os, sys
+plan = json.load(open(sys.argv[1])); ws = sys.argv[3]
+mounted = {}
+for l in open(sys.argv[2]).read().splitlines():
+    f = l.split()
+    mounted[f[4]] = f[5].split(",")[0]          # the top-most mount at a target wins
+ro_types = {"bind-ro", "file-ro", "mask", "read-only"}
+want, optional_absent = {}, set()
+for m in plan["mounts"]:
+    if m["type"] in ("symlink", "dir"):
+        continue
+    src = m.get("source") or m["target"]
+    if m.get("optional") and not os.path.exists(src):
+        optional_absent.add(m["target"]); continue
+    want[m["target"]] = "ro" if m["type"] in ro_types else "rw"
+for p in plan["protected"]:
+    want[p] = "ro"
+want["/"] = "ro"
+assert "/usr" in want and any(t.endswith("/sec") for t in want), "the plan lacks /usr or the mask"
+assert ws + "/.git" in want, "the directory on the way to .git/hooks is not pinned"
+bad = []
+for t, state in sorted(want.items()):
+    if t not in mounted:
+        bad.append("missing " + t)
+    elif mounted[t] != state:
+        bad.append("%s is %s, planned %s" % (t, mounted[t], state))
+extra = set(mounted) - set(want) - optional_absent
+if extra:
+    bad.append("not planned: %s" % sorted(extra))
+if bad:
+    print("\n".join(bad)); sys.exit(1)
 PY
 	rm -f "$WS/../plan.$$.json" "$WS/../mi.$$.txt"
 	# and nothing ran, nothing was created by the dry run
-	assert_eq "$(ls -A "$WS")" "sec"
+	assert_eq "$(ls -A "$WS")" ".git
+sec"
+	assert_eq "$(ls -A "$WS/.git")" "hooks"
 }
 
 test_policy_explain_text() {

@@ -519,3 +519,41 @@ test_session_sh_fallback() {
 	ses_ok 'so == b"g=hi\nrc=1\n"'
 	ses_close a
 }
+
+# Redaction of job rings (issue 7): one redaction stream per job stream for the job's life. A
+# token cut by a pause far longer than the ring's idle release (100 ms) must not come out
+# half: its start is held, the rest of the output still flows, and the whole token is
+# redacted and counted; no read along the way shows any of it.
+test_session_job_split_secret_redacted() {
+	local n tok=ghp_1234567890abcdefghijklmnopqrstuvwxyz
+	ses_open a
+	ses_op a "job printf 'tok ${tok:0:18}'; sleep 0.5; printf '${tok:18} end\n'; sleep 5"
+	ses_op a "solo printf 'tok ${tok:0:18}'; sleep 0.5; printf '${tok:18} end\n'; sleep 5"
+	for n in 0 1; do
+		for _ in $(seq 1 60); do
+			ses_op a 'sleep 50'
+			ses_op a "read $n 0"
+			ses_ok '"ghp_" not in d["stdout"] and "1234567890" not in d["stdout"]' \
+				"job $n: no part of the token in a read during the pause"
+			ses_true '"end" in d["stdout"]' && break
+		done
+		ses_ok 'd["stdout"] == "tok [REDACTED:github] end\n" and d["running"] is True' \
+			"job $n: the split token redacted whole"
+		ses_ok 'd["redactions"] == {"mode": "redact", "count": 1, "kinds": {"github": 1}}' \
+			"job $n: the redaction counted in the job's output"
+	done
+	ses_close a
+}
+
+# The same split in a session command, in its result and in what its output callback streamed
+# (released after a pause, never the token's start).
+test_session_exec_split_secret_redacted() {
+	local tok=ghp_1234567890abcdefghijklmnopqrstuvwxyz live
+	ses_open a --stream "$WS/.st/live"
+	ses_exec a 10000 "printf 'tok ${tok:0:18}'; sleep 0.5; printf '${tok:18} end\n'"
+	ses_ok 'so == b"tok [REDACTED:github] end\n"' "the split token redacted whole"
+	ses_ok 'r["redactions"]["count"] == 1 and r["redactions"]["kinds"] == {"github": 1}'
+	live=$(cat "$WS/.st/live")
+	assert_eq "$live" "tok [REDACTED:github] end" "what the callback streamed"
+	ses_close a
+}

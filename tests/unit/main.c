@@ -4,6 +4,8 @@ int t_failed;
 
 int main(void)
 {
+	/* line-buffered even into a pipe: the PASS lines before a crash reach tests/run.sh */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
 	test_env();
 	test_capture();

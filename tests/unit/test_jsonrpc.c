@@ -176,6 +176,52 @@ static void test_envelope(void)
 		jr_msg_free(&m);
 	}
 
+	/* integers beyond 64 bits are valid JSON: an invalid request, not a parse error */
+	CHECK("jsonrpc_id_beyond_int64_32600",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,\"method\":\"ping\"}", &m) ==
+	              JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && !m.id &&
+	          strstr(m.err_msg, "the id is an integer beyond 64 bits") &&
+	          strstr(m.err_msg, "string ids"));
+	jr_msg_free(&m);
+	CHECK("jsonrpc_negative_id_beyond_int64_32600",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":-9223372036854775809,\"method\":\"ping\"}",
+	            &m) == JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && !m.id);
+	jr_msg_free(&m);
+	CHECK("jsonrpc_big_param_keeps_the_id",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"x\",\"params\":{\"n\":"
+	            "123456789012345678901234567890}}",
+	            &m) == JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && json_is_integer(m.id) &&
+	          json_integer_value(m.id) == 12 && strstr(m.err_msg, "beyond 64 bits"));
+	jr_msg_free(&m);
+	CHECK("jsonrpc_big_param_keeps_a_string_id",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"x\",\"params\":[1e2,"
+	            "-123456789012345678901234567890]}",
+	            &m) == JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && json_is_string(m.id));
+	jr_msg_free(&m);
+	CHECK("jsonrpc_big_param_large_id_not_echoed_wrong",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":9007199254740993,\"method\":\"x\",\"params\":"
+	            "{\"n\":123456789012345678901234567890}}",
+	            &m) == JR_INVALID &&
+	          m.err_code == JR_INVALID_REQUEST && !m.id);
+	jr_msg_free(&m);
+	CHECK("jsonrpc_big_integer_in_a_response_ignored",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"n\":99999999999999999999}}", &m) ==
+	          JR_RESPONSE);
+	jr_msg_free(&m);
+	CHECK("jsonrpc_big_integer_then_malformed_32700",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":99999999999999999999,", &m) == JR_INVALID &&
+	          m.err_code == JR_PARSE_ERROR && !m.id);
+	jr_msg_free(&m);
+	CHECK("jsonrpc_int64_max_id_accepted",
+	      parse("{\"jsonrpc\":\"2.0\",\"id\":9223372036854775807,\"method\":\"ping\"}", &m) ==
+	          JR_REQUEST &&
+	          json_integer_value(m.id) == INT64_MAX);
+	jr_msg_free(&m);
+
 	CHECK("jsonrpc_missing_jsonrpc_32600",
 	      parse("{\"id\":7,\"method\":\"ping\"}", &m) == JR_INVALID &&
 	          m.err_code == JR_INVALID_REQUEST && json_integer_value(m.id) == 7 &&

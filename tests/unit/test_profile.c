@@ -217,13 +217,13 @@ static void test_errors(void)
 	    fails("{\n  \"mode\": \"auto\",\n  \"netwrok\": \"none\"\n}",
 	          "p.json:3:3: unknown key \"netwrok\" in the top-level object (did you mean "
 	          "\"network\"?); expected one of description, mode, filesystem, network, limits, "
-	          "env, commands",
+	          "env, commands, redact",
 	          NULL));
 	CHECK("profile err unknown nested key",
 	      fails("{\"limits\": {\"memroy\": \"1G\"}}",
 	            "p.json:1:13: unknown key \"memroy\" in \"limits\" (did you mean \"memory\"?); "
-	            "expected one of timeout, kill_after, memory, cpu, pids, nofile, fsize, tmpfs, "
-	            "output",
+	            "expected one of timeout, kill_after, memory, cpu, cpus, pids, nofile, fsize, "
+	            "tmpfs, output",
 	            NULL));
 	CHECK("profile err unknown key without suggestion",
 	      fails("{\"zzzzzzzz\": 1}",
@@ -474,6 +474,328 @@ static void test_errors(void)
 	      fails(longdoc, "p.json:1:10: mode: expected", "...\""));
 }
 
+/* A document head, n comma-separated items "<pre><index><post>", tail. Returns malloc'ed
+ * text. */
+static char *many(const char *head, const char *pre, const char *post, const char *tail, size_t n)
+{
+	size_t cap = strlen(head) + strlen(tail) + n * (strlen(pre) + strlen(post) + 32) + 1, o = 0;
+	char *d = malloc(cap);
+	o += (size_t)snprintf(d + o, cap - o, "%s", head);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			d[o++] = ',';
+		o += (size_t)snprintf(d + o, cap - o, "%s%zu%s", pre, i, post);
+	}
+	snprintf(d + o, cap - o, "%s", tail);
+	return d;
+}
+
+/* The error paths that had no test: caps on list sizes and lengths, and the wrong type for a
+ * command list. */
+static void test_errors_more(void)
+{
+	char *d = many("{\"filesystem\": {\"read\": [", "\"p", "\"", "]}}", 1025);
+	CHECK("profile err too many paths",
+	      fails(d, "p.json:1:25: filesystem.read: expected at most 1024 entries, got 1025",
+	            NULL));
+	free(d);
+	d = many("{\"filesystem\": {\"read\": [", "\"p", "\"", "]}}", 1024);
+	struct profile p;
+	CHECK("profile 1024 paths are fine", parses(d, &p) && p.n_read == 1024);
+	profile_free(&p);
+	free(d);
+	d = many("{\"commands\": {\"deny\": [", "\"c", "\"", "]}}", 1025);
+	CHECK("profile err too many command rules",
+	      fails(d, "p.json:1:23: commands.deny: expected at most 1024 entries, got 1025",
+	            NULL));
+	free(d);
+	d = many("{\"env\": {\"set\": {", "\"V", "\": \"x\"", "}}}", 1025);
+	CHECK("profile err too many variables",
+	      fails(d, "p.json:1:17: env.set: expected at most 1024 variables, got 1025", NULL));
+	free(d);
+	d = many("{\"redact\": {\"strings\": [", "\"secret", "\"", "]}}", 1025);
+	CHECK("profile err too many redact strings",
+	      fails(d, "p.json:1:24: redact.strings: expected at most 1024 entries, got 1025",
+	            NULL));
+	free(d);
+
+	char *longp = malloc(4096 + 64);
+	int o = snprintf(longp, 64, "{\"filesystem\": {\"write\": [\"");
+	memset(longp + o, 'a', 4096);
+	snprintf(longp + o + 4096, 64, "\"]}}");
+	CHECK("profile err path of 4096 bytes",
+	      fails(longp, "p.json:1:27: filesystem.write[0]: expected a path shorter than 4096 "
+	                   "bytes, got \"aaa",
+	            "...\""));
+	snprintf(longp + o + 4095, 64, "\"]}}");
+	CHECK("profile path of 4095 bytes is fine", parses(longp, &p) && p.n_write == 1);
+	profile_free(&p);
+	free(longp);
+
+	CHECK("profile err commands not an array",
+	      fails("{\"commands\": {\"allow\": \"sh\"}}",
+	            "p.json:1:24: commands.allow: expected an array of commands, got \"sh\"", NULL));
+	CHECK("profile err commands section not an object",
+	      fails("{\"commands\": [\"sh\"]}",
+	            "p.json:1:14: commands: expected an object, got an array", NULL));
+	CHECK("profile err unknown key in commands",
+	      fails("{\"commands\": {\"alow\": []}}",
+	            "p.json:1:15: unknown key \"alow\" in \"commands\" (did you mean \"allow\"?)",
+	            NULL));
+	/* jansson refuses \u0000 before the path checks see it: a positioned syntax error */
+	CHECK("profile err NUL in a path",
+	      fails("{\"filesystem\": {\n  \"read\": [\"a\\u0000b\"]}}", "p.json:2:", "invalid JSON"));
+	CHECK("profile err protected not an array",
+	      fails("{\"filesystem\": {\"protected\": \".git\"}}",
+	            "p.json:1:30: filesystem.protected: expected an array of workspace-relative "
+	            "paths",
+	            NULL));
+}
+
+static void test_redact_section(void)
+{
+	struct profile p;
+	CHECK("profile redact section parses",
+	      parses("{\"redact\": {\"strings\": [\"hunter2-pass\", \"corp.example\", "
+	             "\"hunter2-pass\"], \"mode\": \"flag\"}}",
+	             &p) &&
+	          p.n_redact == 2 && !strcmp(p.redact_strings[0], "hunter2-pass") &&
+	          !strcmp(p.redact_strings[1], "corp.example") && p.redact_mode_set &&
+	          p.redact_mode == CORRAL_REDACT_FLAG);
+	profile_free(&p);
+	CHECK("profile redact modes",
+	      parses("{\"redact\": {\"mode\": \"off\"}}", &p) && p.redact_mode_set &&
+	          p.redact_mode == CORRAL_REDACT_OFF && !p.n_redact);
+	profile_free(&p);
+	CHECK("profile redact mode redact",
+	      parses("{\"redact\": {\"mode\": \"redact\"}}", &p) &&
+	          p.redact_mode == CORRAL_REDACT_ON);
+	profile_free(&p);
+	CHECK("profile redact empty", parses("{\"redact\": {\"strings\": []}}", &p) &&
+	                                  !p.redact_mode_set && !p.n_redact);
+	profile_free(&p);
+	char four[4200];
+	int o = snprintf(four, 64, "{\"redact\": {\"strings\": [\"abcd\", \"");
+	memset(four + o, 'z', 4096);
+	snprintf(four + o + 4096, 64, "\"]}}");
+	CHECK("profile redact 4 and 4096 bytes", parses(four, &p) && p.n_redact == 2 &&
+	                                            strlen(p.redact_strings[1]) == 4096);
+	profile_free(&p);
+	snprintf(four + o + 4097, 64, "\"]}}");
+	four[o + 4096] = 'z';
+	CHECK("profile err redact string of 4097 bytes",
+	      fails(four,
+	            "p.json:1:33: redact.strings[1]: expected a string of 4 to 4096 bytes to "
+	            "redact, got one of 4097 bytes",
+	            NULL));
+	/* a short secret is not echoed in the message */
+	CHECK("profile err redact string too short",
+	      fails("{\"redact\": {\"strings\": [\"ab1\"]}}",
+	            "p.json:1:25: redact.strings[0]: expected a string of 4 to 4096 bytes to "
+	            "redact, got one of 3 bytes",
+	            NULL) &&
+	          fails("{\"redact\": {\"strings\": [\"ab1\"]}}", "p.json", "bytes") &&
+	          !fails("{\"redact\": {\"strings\": [\"ab1\"]}}", "p.json", "ab1"));
+	CHECK("profile err redact not an object",
+	      fails("{\"redact\": [\"secret\"]}",
+	            "p.json:1:12: redact: expected an object, got an array", NULL));
+	CHECK("profile err redact strings not an array",
+	      fails("{\"redact\": {\"strings\": \"secret\"}}",
+	            "p.json:1:24: redact.strings: expected an array of strings, got", NULL));
+	CHECK("profile err redact string not a string",
+	      fails("{\"redact\": {\"strings\": [\"secret\", 7]}}",
+	            "p.json:1:35: redact.strings[1]: expected a string, got 7", NULL));
+	CHECK("profile err redact bad mode",
+	      fails("{\"redact\": {\"mode\": \"flagg\"}}",
+	            "p.json:1:21: redact.mode: expected one of \"redact\", \"flag\", \"off\", got "
+	            "\"flagg\" (did you mean \"flag\"?)",
+	            NULL));
+	CHECK("profile err redact unknown key",
+	      fails("{\"redact\": {\"string\": []}}",
+	            "p.json:1:13: unknown key \"string\" in \"redact\" (did you mean "
+	            "\"strings\"?); expected one of strings, mode",
+	            NULL));
+}
+
+/* Each filesystem entry keeps where it stands in the file, through duplicates and the
+ * write-wins rule. */
+static void test_positions(void)
+{
+	const char *doc = "{\"filesystem\": {\n"
+	                  "  \"write\": [\"out\"],\n"
+	                  "  \"read\": [\"a\", \"a\",\n"
+	                  "     \"out\", \"b\"],\n"
+	                  "  \"deny\": [\n"
+	                  "\t\"s\\u00e9c\"],\n"
+	                  "  \"prot\\u0065cted\": [\".git\", \".x\"]}}";
+	struct profile p;
+	CHECK("profile positions: parses", parses(doc, &p));
+	CHECK("profile positions: read (duplicate and write-wins entries dropped)",
+	      p.n_read == 2 && p.read_pos[0].line == 3 && p.read_pos[0].col == 12 &&
+	          p.read_pos[0].index == 0 && p.read_pos[1].line == 4 &&
+	          p.read_pos[1].col == 13 && p.read_pos[1].index == 3);
+	CHECK("profile positions: write", p.n_write == 1 && p.write_pos[0].line == 2 &&
+	                                      p.write_pos[0].col == 13);
+	CHECK("profile positions: deny", p.n_deny == 1 && p.deny_pos[0].line == 6 &&
+	                                     p.deny_pos[0].col == 2);
+	CHECK("profile positions: protected (escaped key)",
+	      p.n_protected == 2 && p.protected_pos[1].line == 7 && p.protected_pos[1].col == 30 &&
+	          p.protected_pos[1].index == 1);
+	profile_free(&p);
+	CHECK("profile positions: none without lists",
+	      parses("{}", &p) && !p.read_pos && !p.protected_pos);
+	profile_free(&p);
+	CHECK("profile positions: builtins have none",
+	      profile_builtin("default", &p, NULL) == 0 && p.n_protected && !p.protected_pos);
+	profile_free(&p);
+}
+
+static bool has_str(char **v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i], s))
+			return true;
+	return false;
+}
+
+static bool apply_doc(corral_config *cfg, const char *doc)
+{
+	struct profile p;
+	struct corral_error e = {0};
+	bool ok = parses(doc, &p) && policy_apply_profile(cfg, &p, &e) == 0;
+	if (e.message[0])
+		printf("  apply: %s\n", e.message);
+	profile_free(&p);
+	return ok;
+}
+
+/* The merge of a profile into a configuration (policy_apply_profile), and options applied
+ * after it, as the CLI applies them (the profile first, then every flag). */
+static void test_apply(void)
+{
+	struct corral_error e = {0};
+	corral_config *cfg = corral_config_new();
+	/* deny_replace: the default deny globs and earlier ones go, the profile's stay */
+	corral_config_env_deny(cfg, "OLD_*", &e);
+	CHECK("merge deny_replace applies",
+	      apply_doc(cfg, "{\"env\": {\"deny\": [\"NEW_*\"], \"deny_replace\": true}}") &&
+	          cfg->env_deny_replaced && cfg->n_env_deny == 1 &&
+	          !strcmp(cfg->env_deny[0], "NEW_*"));
+	CHECK("merge deny_replace drops the defaults and earlier globs",
+	      !policy_env_denied_by(cfg, "GITHUB_TOKEN") && !policy_env_denied_by(cfg, "OLD_X") &&
+	          policy_env_denied_by(cfg, "NEW_X"));
+	corral_config_free(cfg);
+	cfg = corral_config_new();
+	CHECK("merge env.deny without replace adds to the defaults",
+	      apply_doc(cfg, "{\"env\": {\"deny\": [\"NEW_*\"]}}") && !cfg->env_deny_replaced &&
+	          policy_env_denied_by(cfg, "GITHUB_TOKEN") && policy_env_denied_by(cfg, "NEW_X"));
+	corral_config_free(cfg);
+
+	/* env.set after a deny that matches it: the explicit setting still applies, the host's
+	 * value of the same name is withheld */
+	cfg = corral_config_new();
+	setenv("CORRAL_UT_FOO", "host-value", 1);
+	CHECK("merge env.set with a matching deny",
+	      apply_doc(cfg, "{\"env\": {\"allow\": [\"CORRAL_UT_*\"], \"deny\": "
+	                     "[\"CORRAL_UT_FOO\"], \"set\": {\"CORRAL_UT_FOO\": \"set-value\"}}}") &&
+	          cfg->n_env == 1 && !strcmp(cfg->env[0].name, "CORRAL_UT_FOO") &&
+	          !strcmp(cfg->env[0].value, "set-value") &&
+	          policy_env_denied_by(cfg, "CORRAL_UT_FOO"));
+	struct env_entry *pass = NULL, *withheld = NULL;
+	size_t np = 0, nw = 0;
+	policy_env(cfg, &pass, &np, &withheld, &nw);
+	bool passed = false, held = false;
+	for (size_t i = 0; i < np; i++)
+		passed |= !strcmp(pass[i].name, "CORRAL_UT_FOO");
+	for (size_t i = 0; i < nw; i++)
+		held |= !strcmp(withheld[i].name, "CORRAL_UT_FOO") &&
+		        !strcmp(withheld[i].value, "host-value");
+	env_entries_free_list(pass, np);
+	env_entries_free_list(withheld, nw);
+	unsetenv("CORRAL_UT_FOO");
+	CHECK("merge env.set: the host value is withheld, not passed", !passed && held);
+	corral_config_free(cfg);
+
+	/* an empty commands.allow allows nothing; deny wins over allow */
+	cfg = corral_config_new();
+	struct exec_decision d;
+	CHECK("merge empty commands.allow",
+	      apply_doc(cfg, "{\"commands\": {\"allow\": []}}") && cfg->cmd_allow_set &&
+	          cfg->n_cmd_allow == 0 && policy_decide_exec(cfg, "sh", &d) == 0 && !d.allowed &&
+	          !strcmp(d.list, "commands.allow (not listed)"));
+	corral_config_free(cfg);
+	cfg = corral_config_new();
+	CHECK("merge command on both lists is denied",
+	      apply_doc(cfg, "{\"commands\": {\"allow\": [\"sh\"], \"deny\": [{\"match\": "
+	                     "\"sh\", \"reason\": \"r\"}]}}") &&
+	          policy_decide_exec(cfg, "sh", &d) == 0 && !d.allowed &&
+	          !strcmp(d.list, "commands.deny") && !strcmp(d.rule->reason, "r"));
+	corral_config_free(cfg);
+	cfg = corral_config_new();
+	CHECK("merge without commands.allow allows",
+	      apply_doc(cfg, "{\"commands\": {\"deny\": [\"curl\"]}}") && !cfg->cmd_allow_set &&
+	          policy_decide_exec(cfg, "sh", &d) == 0 && d.allowed);
+	corral_config_free(cfg);
+
+	/* the profile first, then flags: the flags win for scalars, lists add */
+	cfg = corral_config_new();
+	uint64_t def_kill = cfg->kill_after_ms;
+	CHECK("merge profile values apply",
+	      apply_doc(cfg, "{\"mode\": \"auto\", \"network\": \"host\", \"limits\": "
+	                     "{\"memory\": \"1G\", \"timeout\": \"5s\", \"output\": \"64k\"}, "
+	                     "\"filesystem\": {\"read\": [\"a\"], \"workspace\": \"ro\", "
+	                     "\"protected\": [\".x\"]}, "
+	                     "\"redact\": {\"strings\": [\"s3cret-1\"], \"mode\": \"flag\"}}") &&
+	          cfg->mode == CORRAL_MODE_AUTO && cfg->net == CORRAL_NET_HOST &&
+	          cfg->limits[CORRAL_LIMIT_MEMORY] == 1ULL << 30 && cfg->timeout_ms == 5000 &&
+	          cfg->kill_after_ms == def_kill && cfg->output_cap == 65536 &&
+	          cfg->workspace_ro && cfg->n_read == 1 && cfg->protected_set &&
+	          cfg->n_protected == 1 && cfg->redact_mode == CORRAL_REDACT_FLAG &&
+	          cfg->n_redact_strings == 1 && !strcmp(cfg->redact_strings[0], "s3cret-1"));
+	corral_config_set_limit(cfg, CORRAL_LIMIT_MEMORY, 2ULL << 30, &e);
+	corral_config_set_net(cfg, CORRAL_NET_NONE, &e);
+	corral_config_set_mode(cfg, CORRAL_MODE_REQUIRED, &e);
+	corral_config_set_timeout_ms(cfg, 7000, cfg->kill_after_ms, &e);
+	corral_config_set_redaction(cfg, CORRAL_REDACT_OFF, &e);
+	corral_config_set_workspace_readonly(cfg, 0, &e);
+	corral_config_add_path(cfg, CORRAL_PATH_READ, "b", &e);
+	corral_config_add_redaction(cfg, "other-secret", &e);
+	CHECK("merge later flags override the profile",
+	      cfg->limits[CORRAL_LIMIT_MEMORY] == 2ULL << 30 && cfg->net == CORRAL_NET_NONE &&
+	          cfg->mode == CORRAL_MODE_REQUIRED && cfg->timeout_ms == 7000 &&
+	          cfg->redact_mode == CORRAL_REDACT_OFF && !cfg->workspace_ro);
+	CHECK("merge later flags add to the profile's lists",
+	      cfg->n_read == 2 && has_str(cfg->fs_read, cfg->n_read, "a") &&
+	          has_str(cfg->fs_read, cfg->n_read, "b") && cfg->n_redact_strings == 2);
+	/* a second profile: lists add, its protected list replaces, kill_after alone keeps the
+	 * timeout */
+	CHECK("merge a second profile",
+	      apply_doc(cfg, "{\"limits\": {\"kill_after\": 1}, \"filesystem\": {\"read\": "
+	                     "[\"c\"], \"protected\": []}}") &&
+	          cfg->timeout_ms == 7000 && cfg->kill_after_ms == 1000 && cfg->n_read == 3 &&
+	          cfg->protected_set && cfg->n_protected == 0);
+	corral_config_free(cfg);
+
+	/* a builtin: the default protected list and deny globs, its timeout */
+	cfg = corral_config_new();
+	CHECK("merge builtin strict",
+	      corral_config_load_profile(cfg, "strict", &e) == 0 && cfg->etc_minimal &&
+	          cfg->timeout_ms == 30000 && cfg->limits[CORRAL_LIMIT_PIDS] == 128 &&
+	          cfg->protected_set && cfg->n_protected > 10 && cfg->env_deny_replaced &&
+	          !strcmp(cfg->profile_name, "strict"));
+	corral_config_free(cfg);
+
+	/* a profile that a setter refuses (built by hand: the parser rejects it first) */
+	cfg = corral_config_new();
+	char *bad[] = {"a/../b"};
+	struct profile hand = {.protected_paths = bad, .n_protected = 1, .protected_set = true};
+	e = (struct corral_error){0};
+	CHECK("merge error from a setter is reported",
+	      policy_apply_profile(cfg, &hand, &e) == CORRAL_EINVAL &&
+	          strstr(e.message, "protected path 'a/../b'"));
+	corral_config_free(cfg);
+}
+
 static bool write_file(const char *path, const char *data, size_t len)
 {
 	FILE *f = fopen(path, "w");
@@ -642,6 +964,10 @@ void test_profile(void)
 	test_builtins();
 	test_full();
 	test_errors();
+	test_errors_more();
+	test_redact_section();
+	test_positions();
+	test_apply();
 	test_files();
 	test_globs();
 	test_robust();

@@ -39,9 +39,10 @@ static int unchanged(const struct redactor *r, const char *in)
 	return red_is(r, in, in);
 }
 
-/* Feed `in` cut at the increasing offsets cuts[]. */
+/* Feed `in` cut at the increasing offsets cuts[]; an idle release after feed i when bit i of
+ * rel is set. */
 static char *stream_chunks(const struct redactor *r, const char *in, size_t len, const size_t *cuts,
-                           size_t ncuts, struct redact_stats *st, size_t *out_len)
+                           size_t ncuts, unsigned rel, struct redact_stats *st, size_t *out_len)
 {
 	struct sink k = {0};
 	struct redact_stream *s = redact_stream_new(r, sink_put, &k);
@@ -49,7 +50,29 @@ static char *stream_chunks(const struct redactor *r, const char *in, size_t len,
 	for (size_t i = 0; i <= ncuts; i++) {
 		size_t to = i < ncuts ? cuts[i] : len;
 		redact_stream_feed(s, in + at, to - at);
+		if (rel >> i & 1)
+			redact_stream_release(s);
 		at = to;
+	}
+	redact_stream_finish(s);
+	if (st)
+		*st = *redact_stream_stats(s);
+	redact_stream_free(s);
+	sink_put(&k, "", 0);
+	*out_len = k.len;
+	return k.p;
+}
+
+/* Feed in chunks of step bytes; an idle release after every rel-th chunk (0: never). */
+static char *stream_every_rel(const struct redactor *r, const char *in, size_t len, size_t step,
+                              size_t rel, struct redact_stats *st, size_t *out_len)
+{
+	struct sink k = {0};
+	struct redact_stream *s = redact_stream_new(r, sink_put, &k);
+	for (size_t at = 0, i = 1; at < len; at += step, i++) {
+		redact_stream_feed(s, in + at, len - at < step ? len - at : step);
+		if (rel && i % rel == 0)
+			redact_stream_release(s);
 	}
 	redact_stream_finish(s);
 	if (st)
@@ -63,17 +86,7 @@ static char *stream_chunks(const struct redactor *r, const char *in, size_t len,
 static char *stream_every(const struct redactor *r, const char *in, size_t len, size_t step,
                           struct redact_stats *st, size_t *out_len)
 {
-	struct sink k = {0};
-	struct redact_stream *s = redact_stream_new(r, sink_put, &k);
-	for (size_t at = 0; at < len; at += step)
-		redact_stream_feed(s, in + at, len - at < step ? len - at : step);
-	redact_stream_finish(s);
-	if (st)
-		*st = *redact_stream_stats(s);
-	redact_stream_free(s);
-	sink_put(&k, "", 0);
-	*out_len = k.len;
-	return k.p;
+	return stream_every_rel(r, in, len, step, 0, st, out_len);
 }
 
 static int stats_eq(const struct redact_stats *a, const struct redact_stats *b)
@@ -331,17 +344,26 @@ static void test_stream_equality(void)
 		char *want = redact_buffer(r, DOC, len, &bl, &bst);
 		if (mi == 0)
 			CHECK("redact document one of each kind", !strcmp(want, DOC_REDACTED));
-		int bad = 0;
+		int bad = 0, badrel = 0;
 		for (size_t k = 0; k <= len; k++) {
-			char *got = stream_chunks(r, DOC, len, &k, 1, &sst, &sl);
+			char *got = stream_chunks(r, DOC, len, &k, 1, 0, &sst, &sl);
 			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
 				bad++;
+			free(got);
+			/* the same split with an idle release in the middle */
+			got = stream_chunks(r, DOC, len, &k, 1, 1, &sst, &sl);
+			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
+				badrel++;
 			free(got);
 		}
 		CHECK(mi ? "redact flag stream equals buffer at every split"
 		         : "redact stream equals buffer at every split",
 		      bad == 0);
+		CHECK(mi ? "redact flag stream equals buffer at every split with a release"
+		         : "redact stream equals buffer at every split with a release",
+		      badrel == 0);
 		bad = 0;
+		badrel = 0;
 		srand(7);
 		for (int t = 0; t < 1500; t++) {
 			size_t cuts[6];
@@ -353,24 +375,43 @@ static void test_stream_equality(void)
 					cuts[j] = cuts[j - 1];
 					cuts[j - 1] = x;
 				}
-			char *got = stream_chunks(r, DOC, len, cuts, 6, &sst, &sl);
+			char *got = stream_chunks(r, DOC, len, cuts, 6, 0, &sst, &sl);
 			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
 				bad++;
+			free(got);
+			/* idle releases at random cuts among them */
+			got = stream_chunks(r, DOC, len, cuts, 6, (unsigned)rand() & 0x7f, &sst,
+			                    &sl);
+			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
+				badrel++;
 			free(got);
 		}
 		CHECK(mi ? "redact flag stream equals buffer at random cuts"
 		         : "redact stream equals buffer at random cuts",
 		      bad == 0);
+		CHECK(mi ? "redact flag stream equals buffer with releases at random cuts"
+		         : "redact stream equals buffer with releases at random cuts",
+		      badrel == 0);
 		bad = 0;
+		badrel = 0;
 		for (size_t step = 1; step <= 9; step++) {
 			char *got = stream_every(r, DOC, len, step, &sst, &sl);
 			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
 				bad++;
 			free(got);
+			for (size_t rel = 1; rel <= 3; rel++) { /* a release every rel chunks */
+				got = stream_every_rel(r, DOC, len, step, rel, &sst, &sl);
+				if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
+					badrel++;
+				free(got);
+			}
 		}
 		CHECK(mi ? "redact flag stream equals buffer in small chunks"
 		         : "redact stream equals buffer in small chunks",
 		      bad == 0);
+		CHECK(mi ? "redact flag stream equals buffer in small chunks with releases"
+		         : "redact stream equals buffer in small chunks with releases",
+		      badrel == 0);
 		free(want);
 		redactor_free(r);
 	}
@@ -443,6 +484,108 @@ static void test_stream_cases(void)
 	redactor_free(r);
 }
 
+/* What a stream has emitted so far equals want. */
+static int emitted_is(const struct sink *k, const char *want)
+{
+	int ok = k->len == strlen(want) && (!k->len || !memcmp(k->p, want, k->len));
+	if (!ok)
+		printf("  want: %s\n  got:  %.*s\n", want, (int)k->len, k->p ? k->p : "");
+	return ok;
+}
+
+/* Liveness: what a stream emits at once, and what an idle release adds, never more than is
+ * safe. */
+static void test_stream_release(void)
+{
+	struct redactor *r = new_default(REDACT_REDACT);
+	struct sink k = {0};
+	struct redact_stream *s = redact_stream_new(r, sink_put, &k);
+	/* a line's newline is not held back: no detector starts with it */
+	redact_stream_feed(s, "first\n", 6);
+	CHECK("redact stream emits a whole line at once", emitted_is(&k, "first\n"));
+	redact_stream_feed(s, "Listening on http://127.0.0.1:8000\n", 35);
+	CHECK("redact stream emits a listening line at once",
+	      emitted_is(&k, "first\nListening on http://127.0.0.1:8000\n"));
+	CHECK("redact stream holds nothing after whole lines", redact_stream_held(s) == 0);
+	/* a prefix of a withheld value, refuted by its next byte: released when idle */
+	redact_stream_feed(s, "pw hunt", 7);
+	redact_stream_feed(s, "er\n", 3);
+	CHECK("redact stream holds a value prefix before a release", redact_stream_held(s) > 0);
+	redact_stream_release(s);
+	CHECK("redact release emits a refuted value prefix",
+	      emitted_is(&k, "first\nListening on http://127.0.0.1:8000\npw hunter\n") &&
+	          redact_stream_held(s) == 0);
+	/* a prompt that ends in ':' (a URL's "://" starts there, its password later) */
+	k.len = 0;
+	redact_stream_feed(s, "Password:", 9);
+	redact_stream_release(s);
+	CHECK("redact release emits a trailing colon", emitted_is(&k, "Password:"));
+	/* a token cut by a pause: the safe part comes out, the token waits for its end */
+	k.len = 0;
+	redact_stream_feed(s, "\ntok ghp_1234567890abcd", 23);
+	redact_stream_release(s);
+	redact_stream_release(s); /* twice is harmless */
+	CHECK("redact release holds a token prefix back", emitted_is(&k, "\ntok "));
+	redact_stream_feed(s, "efghijklmnopqrstuvwxyz end\n", 27);
+	CHECK("redact token split by a release is redacted",
+	      emitted_is(&k, "\ntok [REDACTED:github] end\n"));
+	/* literal prefixes wait: a trailing "ghp_", "sk", "ey", "-----BEGIN " */
+	k.len = 0;
+	redact_stream_feed(s, "a ghp_", 6);
+	redact_stream_release(s);
+	CHECK("redact release holds a bare ghp_", emitted_is(&k, "a "));
+	redact_stream_feed(s, "\nb sk", 5);
+	redact_stream_release(s);
+	CHECK("redact release holds a trailing sk", emitted_is(&k, "a ghp_\nb "));
+	redact_stream_feed(s, "\n", 1);
+	CHECK("redact trailing sk released by its newline", emitted_is(&k, "a ghp_\nb sk\n"));
+	/* a separator line of dashes is not a PEM BEGIN: out at once, also when its newline
+	 * comes in a read of its own (the byte that refutes a literal decides, no release) */
+	k.len = 0;
+	redact_stream_feed(s, "-----", 5);
+	redact_stream_feed(s, "\n", 1);
+	CHECK("redact dashes line at once", emitted_is(&k, "-----\n"));
+	redact_stream_feed(s, "see gh", 6);
+	redact_stream_feed(s, "\n", 1);
+	CHECK("redact refuted token prefix at once", emitted_is(&k, "-----\nsee gh\n"));
+	k.len = 0;
+	/* a PEM block waiting for its END stays held, however long the pause */
+	redact_stream_feed(s, "-----BEGIN RSA PRIVATE KEY-----\nMIIBOg", 38);
+	redact_stream_release(s);
+	CHECK("redact release holds a pending PEM block", emitted_is(&k, ""));
+	redact_stream_feed(s, "IBAAJB\n-----END RSA PRIVATE KEY-----\n", 37);
+	redact_stream_release(s);
+	CHECK("redact PEM across a release is redacted whole",
+	      emitted_is(&k, "[REDACTED:pem_private_key]\n"));
+	/* a URL's user:password is held until the '@' decides */
+	k.len = 0;
+	redact_stream_feed(s, "db postgres://admin:s3cr", 24);
+	redact_stream_release(s);
+	CHECK("redact release holds URL credentials",
+	      k.len && !memmem(k.p, k.len, "s3cr", 4) && !memmem(k.p, k.len, "admin", 5));
+	redact_stream_feed(s, "etPass@db:5432\n", 15);
+	redact_stream_finish(s);
+	CHECK("redact URL password across a release",
+	      emitted_is(&k, "db postgres://admin:[REDACTED:url_credentials]@db:5432\n"));
+	CHECK("redact release counts once", redact_stream_stats(s)->total == 3);
+	redact_stream_release(s); /* after finish: nothing */
+	redact_stream_free(s);
+	free(k.p);
+
+	/* flag mode emits at once; a release adds nothing */
+	struct redactor *flag = new_default(REDACT_FLAG);
+	k = (struct sink){0};
+	s = redact_stream_new(flag, sink_put, &k);
+	redact_stream_feed(s, "x ghp_12", 8);
+	redact_stream_release(s);
+	CHECK("redact flag release emits nothing twice",
+	      emitted_is(&k, "x ghp_12") && redact_stream_held(s) == 0);
+	redact_stream_free(s);
+	free(k.p);
+	redactor_free(flag);
+	redactor_free(r);
+}
+
 struct counter {
 	uint64_t emitted;
 };
@@ -500,6 +643,10 @@ static void test_stream_big(void)
 	char *got = stream_every(r, in, len, 1, &sst, &sl);
 	CHECK("redact 10MB 1-byte chunks equal buffer",
 	      bl == sl && !memcmp(want, got, bl) && stats_eq(&bst, &sst) && bst.total == 10);
+	free(got);
+	got = stream_every_rel(r, in, len, 13, 7, &sst, &sl);
+	CHECK("redact 10MB with idle releases equal buffer",
+	      bl == sl && !memcmp(want, got, bl) && stats_eq(&bst, &sst));
 	free(want);
 	free(got);
 	free(in);
@@ -543,6 +690,7 @@ void test_redact(void)
 	test_values();
 	test_stream_equality();
 	test_stream_cases();
+	test_stream_release();
 	test_stream_big();
 	test_stats();
 }

@@ -1,0 +1,101 @@
+# cgroups: the CPU share (--cpus) and the sweep of run directories that SIGKILLed
+# supervisors left behind. Judged on the host: CPU time from the supervisor's wait4, the
+# cgroup files the host sees, the directories left in /sys/fs/cgroup.
+
+# Is a cgroup usable by this user (corral check says so)?
+cg_available() {
+	"$CORRAL" check --json | python3 -c 'import json,sys
+d = json.load(sys.stdin)
+sys.exit(0 if any(l["name"] == "cgroup" and l["available"] for l in d["layers"]) else 1)'
+}
+
+# A shell loop that keeps one CPU busy for $1 seconds of wall time.
+cg_busy() { echo "end=\$((\$(date +%s) + $1)); while [ \$(date +%s) -lt \$end ]; do :; done"; }
+
+test_cgroup_cpus_share_throttles() {
+	if ! cg_available; then
+		# No cgroup for this user: a CPU share cannot be had, so required refuses before
+		# anything runs, and auto runs and says the share is not enforced.
+		local err rc out
+		err=$(cr --cpus 0.1 -- sh -c 'touch ran' 2>&1 >/dev/null)
+		rc=$?
+		assert_eq $rc 125 "--cpus without a cgroup in mode required (message: $err)"
+		assert_contains "$err" "--cpus"
+		assert_contains "$err" "cgroup"
+		[ ! -e "$WS/ran" ] || fail "the command ran although its CPU share cannot be enforced"
+		out=$(cr --mode auto --json --cpus 0.1 -- sh -c 'touch ran' 2>/dev/null)
+		assert_eq "$(jget isolation.cgroup.applied <<<"$out")" false
+		assert_contains "$(jget isolation.cgroup.detail <<<"$out")" "NOT enforced"
+		[ -e "$WS/ran" ] || fail "mode auto did not run the command"
+		return 0
+	fi
+	local out cpu_lim cpu_free detail quota
+	# While a limited run is busy, the host sees the quota in its cgroup: 0.1 CPU is 10 ms
+	# per 100 ms period (v1 cpu.cfs_quota_us) or "10000 100000" (v2 cpu.max).
+	cr --cpus 0.1 -c "$(cg_busy 2)" >/dev/null 2>&1 &
+	local bg=$!
+	sleep 1
+	quota=$(cat /sys/fs/cgroup/cpu/corral/corral-*/cpu.cfs_quota_us /sys/fs/cgroup/cpu,cpuacct/corral/corral-*/cpu.cfs_quota_us \
+		/sys/fs/cgroup/corral/corral-*/cpu.max /sys/fs/cgroup/*/corral/corral-*/cpu.max 2>/dev/null | sort -u | tr '\n' ' ')
+	wait $bg
+	assert_contains "$quota" "10000" "the run's cgroup quota as the host sees it"
+	out=$(cr --json --cpus 0.1 -c "$(cg_busy 2)")
+	detail=$(jget isolation.cgroup.detail <<<"$out")
+	assert_contains "$detail" "cpu"
+	cpu_lim=$(( $(jget usage.user_ms <<<"$out") + $(jget usage.sys_ms <<<"$out") ))
+	out=$(cr --json -c "$(cg_busy 2)")
+	cpu_free=$(( $(jget usage.user_ms <<<"$out") + $(jget usage.sys_ms <<<"$out") ))
+	# 2 s at 0.1 CPU is 200 ms (plus a period's slack); unlimited, the loop takes what the
+	# machine gives it, and at least several times more
+	[ "$cpu_lim" -le 450 ] || fail "a 0.1 CPU share used ${cpu_lim} ms of CPU in 2 s"
+	[ "$cpu_free" -ge $((cpu_lim * 2)) ] || fail "the unlimited control used only ${cpu_free} ms (limited: ${cpu_lim} ms)"
+	# the profile key does the same
+	echo '{"limits": {"cpus": 0.1}}' >"$WS/p.json"
+	out=$(cr --json --profile "$WS/p.json" -- true)
+	assert_contains "$(jget isolation.cgroup.detail <<<"$out")" "cpu"
+}
+
+test_cgroup_cpus_bad_values() {
+	local v err rc
+	for v in -1 abc 0.001 5000 1e3 ''; do
+		err=$(cr --cpus "$v" -- true 2>&1)
+		rc=$?
+		assert_eq $rc 125 "--cpus '$v'"
+		assert_contains "$err" "--cpus"
+		assert_eq "$(wc -l <<<"$err")" 1 "one line for --cpus '$v': $err"
+	done
+	echo '{"limits": {"cpus": "lots"}}' >"$WS/p.json"
+	err=$("$CORRAL" policy validate "$WS/p.json" 2>&1)
+	assert_contains "$err" "p.json:1:"
+	assert_contains "$err" "limits.cpus"
+}
+
+test_cgroup_sweeps_stale_run_dirs() {
+	# Only root makes run directories on this machine kind (the unprivileged pass has no
+	# cgroup at all: test_cgroup_cpus_share_throttles checks that side), and only root can
+	# plant stale ones.
+	is_root || return 0
+	local base=/sys/fs/cgroup/pids
+	[ -d "$base" ] || skip "no v1 pids hierarchy on this host (v2 sweeps the same code path)"
+	local own
+	own=$(awk -F: '$2 == "pids" {print $3}' /proc/self/cgroup)
+	local parent="$base$own/corral"
+	mkdir -p "$parent" || fail "cannot make $parent"
+	# 20 directories named after a supervisor that is gone, one after a live process
+	sh -c 'exit 0' &
+	local dead=$!
+	wait $dead
+	sleep 30 &
+	local live=$!
+	local i
+	for i in $(seq 1 20); do mkdir "$parent/corral-$dead-$((9000 + i))"; done
+	mkdir "$parent/corral-$live-9999"
+	cr -- true || fail "the run failed"
+	local left
+	left=$(ls -d "$parent"/corral-"$dead"-* 2>/dev/null | wc -l)
+	[ -d "$parent/corral-$live-9999" ] || fail "the run directory of a live supervisor was removed"
+	rmdir "$parent/corral-$live-9999"
+	kill $live
+	rmdir "$parent"/corral-"$dead"-* 2>/dev/null
+	assert_eq "$left" 0 "stale run directories left after a run"
+}
