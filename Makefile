@@ -42,14 +42,21 @@ $(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
 # ---- install ----------------------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library (static and shared),
 # the header and the man page. The binary needs no installed library (it links libcorral and
-# its dependencies statically).
-PREFIX ?= /usr/local
-BINDIR ?= $(PREFIX)/bin
-LIBDIR ?= $(PREFIX)/lib
-INCLUDEDIR ?= $(PREFIX)/include
-MANDIR ?= $(PREFIX)/share/man
+# its dependencies statically). The directories are plain assignments: `make PREFIX=...`
+# overrides them, a same-named environment variable (LIBDIR exported by another toolchain,
+# kept by sudo -E) does not. install builds nothing (under sudo that would leave root-owned
+# files in the build directory): it installs what `make` built, and says so when it is missing.
+PREFIX = /usr/local
+BINDIR = $(PREFIX)/bin
+LIBDIR = $(PREFIX)/lib
+INCLUDEDIR = $(PREFIX)/include
+MANDIR = $(PREFIX)/share/man
+INSTALL_FROM := $(BUILD)/corral $(BUILD)/libcorral.a $(BUILD)/libcorral.so
 
-install: all
+install:
+	@for f in $(INSTALL_FROM); do [ -f "$$f" ] || { \
+		echo "make install: $$f is missing; run make first (as yourself, not as root)" >&2; \
+		exit 1; }; done
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
 		$(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/corral $(DESTDIR)$(BINDIR)/corral

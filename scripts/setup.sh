@@ -50,8 +50,9 @@ if ! installed build-essential; then
 	WANT+=(gcc make libc6-dev)
 fi
 WANT+=(pkg-config libseccomp-dev libjansson-dev libsqlite3-dev nettle-dev)
-# Tests: JSON schema validation, pgrep, setpriv (the unprivileged pass), ip, the ASan build.
-WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev sqlite3 valgrind man-db)
+# Tests: JSON schema validation, pgrep, setpriv (the unprivileged pass), ip, the ASan build,
+# git (the protected .git tests run the host's git on the workspace).
+WANT+=(python3 python3-jsonschema procps util-linux iproute2 clang libclang-rt-14-dev sqlite3 valgrind man-db git)
 
 MISSING=()
 for p in "${WANT[@]}"; do

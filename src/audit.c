@@ -929,6 +929,8 @@ struct corral_result *audit_pipeline_summary(const struct corral_pipeline_result
 	}
 	for (size_t i = 0; i < pr->n_stages; i++) {
 		const struct corral_result *st = pr->stages[i];
+		if (!st) /* a stage without a result (defensive: the pipeline reports it so) */
+			continue;
 		s->stderr_bytes += st->stderr_bytes;
 		s->user_ms += st->user_ms;
 		s->sys_ms += st->sys_ms;
@@ -938,7 +940,7 @@ struct corral_result *audit_pipeline_summary(const struct corral_pipeline_result
 		s->mode = st->mode;
 		s->redaction_mode = st->redaction_mode;
 	}
-	if (pr->n_stages)
+	if (pr->n_stages && pr->stages[pr->n_stages - 1])
 		s->stdout_bytes = pr->stages[pr->n_stages - 1]->stdout_bytes;
 	return s;
 }

@@ -139,7 +139,11 @@ struct placeholder {
 	char *path;
 	int fd;
 	bool created;
-	bool watch; /* not a mount: a file absent at the start that is removed if it appears */
+	/* not a mount: a git directory (path; fd an O_PATH fd of it, taken at the start) where
+	 * the redirect files of plan.c's git_redirects[] set in this mask were absent at the
+	 * start; those that appear are removed at the end. 0: a protected path as above. */
+	unsigned watch;
+	size_t ws_len; /* watch: the length of the workspace prefix of path */
 };
 
 /* Everything prepared before clone, and what the launch produced. */

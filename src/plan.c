@@ -583,7 +583,7 @@ static int lock_protected(struct launch *L, const char *path, bool created)
 			g[L->n_held].path = strdup(path);
 			g[L->n_held].fd = fd;
 			g[L->n_held].created = ours;
-			g[L->n_held].watch = false;
+			g[L->n_held].watch = 0;
 			if (!g[L->n_held].path) {
 				close(fd);
 				errno = ENOMEM;
@@ -608,17 +608,60 @@ static int note_dry_placeholder(struct launch *L, const char *path)
 	g[L->n_held].path = strdup(path);
 	g[L->n_held].fd = -1;
 	g[L->n_held].created = true;
-	g[L->n_held].watch = false;
+	g[L->n_held].watch = 0;
 	if (!g[L->n_held].path)
 		return -1;
 	L->n_held++;
 	return 0;
 }
 
+/* Open rel beneath the workspace without following a symlink anywhere on the way (the sandbox
+ * may have planted them there): openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS. -1 with
+ * errno (ELOOP or EXDEV: a symlink on the way, whatever it points at). */
+static int ws_openat(const char *workspace, const char *rel, int flags)
+{
+	int wfd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		return -1;
+	struct open_how how = {.flags = (uint64_t)(unsigned)(flags | O_CLOEXEC),
+	                       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                  RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, wfd, rel, &how, sizeof(how));
+	int e = errno;
+	close(wfd);
+	errno = e;
+	return fd;
+}
+
+/* How a protected path is taken (protect_rel). */
+#define PROT_MAKE_MISSING 1 /* a missing directory on the way becomes a placeholder */
+#define PROT_EXISTING 2     /* only if the path itself exists: never a placeholder for it */
+
+/* A symlink where a protected path, or a directory on its way, should be. origin is the
+ * protected-list entry the path comes from: derived paths (a submodule's config, a worktree's
+ * commondir) are on no list themselves. */
+static int symlink_refused(struct corral_error *err, const char *path, const char *link,
+                           const char *origin)
+{
+	if (!link)
+		return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
+		                        "policy: protected path %s is a symlink, which cannot be made "
+		                        "read-only in place: remove the symlink (an earlier sandboxed "
+		                        "run may have planted it) or take %s off the protected list",
+		                        path, origin);
+	return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
+	                        "policy: the protected path %s lies beneath the symlink %s, which "
+	                        "the sandbox could replace: remove the symlink (an earlier "
+	                        "sandboxed run may have planted it) and put the real directory "
+	                        "there, or take %s off the protected list",
+	                        path, link, origin);
+}
+
 /* Put one protected path under a read-only mount: hold it, making an empty placeholder
- * first when it is missing. 1: protected (path goes on the list); 0: skipped (no parent, or
- * nothing can create it); <0: error. */
-static int protect_one(struct launch *L, const char *path, bool is_dir, struct corral_error *err)
+ * first when it is missing (unless PROT_EXISTING). 1: protected (path goes on the list);
+ * 0: skipped (no parent, or nothing can create it); <0: error. */
+static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
+                       const char *origin, struct corral_error *err)
 {
 	/* A placeholder that another run removes between our look and our lock is made again
 	 * (ENOENT from the lock); a few rounds settle any interleaving. */
@@ -627,12 +670,10 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, struct c
 		struct stat st;
 		if (lstat(path, &st) == 0) {
 			if (S_ISLNK(st.st_mode))
-				return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
-				                        "policy: protected path %s is a symlink, which "
-				                        "cannot be made read-only in place; remove it or "
-				                        "take it off the protected list",
-				                        path);
+				return symlink_refused(err, path, NULL, origin);
 		} else {
+			if (how & PROT_EXISTING)
+				return 0;
 			/* Create it only where its parent exists: inventing a .git directory
 			 * would change what the host's tools see. */
 			char parent[PATH_MAX];
@@ -712,27 +753,29 @@ static bool is_empty_dir(const char *path, const struct stat *st)
 	return empty;
 }
 
-static int add_protected(struct launch *L, const char *path, bool is_dir, struct corral_error *err)
+static int add_protected(struct launch *L, const char *path, bool is_dir, int how,
+                         const char *origin, struct corral_error *err)
 {
 	if (strv_covers(L->req.protect, L->req.n_protect, path))
 		return 0;
-	int r = protect_one(L, path, is_dir, err);
+	int r = protect_one(L, path, is_dir, how, origin, err);
 	if (r > 0 && strv_push((char ***)&L->req.protect, &L->req.n_protect, path) < 0)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
 	return r < 0 ? r : 0;
 }
 
-/* Protect the workspace-relative path rel. Its ancestors inside the workspace count as much
- * as the path itself, since whoever can rename or create them controls what the path is:
+/* Protect the workspace-relative path rel (origin: the protected-list entry it comes from).
+ * Its ancestors inside the workspace count as much as the path itself, since whoever can
+ * rename or create them controls what the path is:
  *  - an existing directory on the way is pinned (a mount point, so it cannot be renamed or
  *    removed: `mv .git .gitold; cp -r .gitold .git` would otherwise carry the read-only
  *    mounts away and leave a writable copy in place);
  *  - a file on the way (a `.git` file holding `gitdir: ...`, as in worktrees and submodule
  *    checkouts) is made read-only itself;
- *  - a missing one (no `.git` at all) becomes an empty read-only placeholder directory when
- *    make_missing is set, so the sandbox cannot create it; otherwise the path is skipped. */
-static int protect_rel(struct launch *L, const char *rel, bool is_dir, bool make_missing,
-                       struct corral_error *err)
+ *  - a missing one (no `.git` at all) becomes an empty read-only placeholder directory with
+ *    PROT_MAKE_MISSING; otherwise the path is skipped. */
+static int protect_rel(struct launch *L, const char *rel, bool is_dir, int how,
+                       const char *origin, struct corral_error *err)
 {
 	char path[PATH_MAX];
 	size_t wl = strlen(L->cfg->workspace);
@@ -744,95 +787,183 @@ static int protect_rel(struct launch *L, const char *rel, bool is_dir, bool make
 			return 0; /* read-only already */
 		struct stat st;
 		if (lstat(path, &st) < 0 || is_empty_dir(path, &st))
-			return make_missing ? add_protected(L, path, true, err) : 0;
-		if (S_ISLNK(st.st_mode))
-			return corral_set_error(err, CORRAL_EDENIED, 0, "policy",
-			                        "policy: the protected path %s lies beneath the symlink "
-			                        "%s, which the sandbox could replace; make it a real "
-			                        "directory or take %s off the protected list",
-			                        rel, path, rel);
+			return how & PROT_MAKE_MISSING ? add_protected(L, path, true, 0, origin, err)
+			                               : 0;
+		if (S_ISLNK(st.st_mode)) {
+			char link[PATH_MAX];
+			snprintf(link, sizeof(link), "%s", path);
+			*s = '/';
+			return symlink_refused(err, path, link, origin);
+		}
 		if (!S_ISDIR(st.st_mode))
-			return add_protected(L, path, false, err);
+			return add_protected(L, path, false, 0, origin, err);
 		if (!strv_has(L->req.pin, L->req.n_pin, path) &&
 		    strv_push((char ***)&L->req.pin, &L->req.n_pin, path) < 0)
 			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
 		*s = '/';
 	}
-	return add_protected(L, path, is_dir, err);
+	return add_protected(L, path, is_dir, how, origin, err);
 }
 
-/* A file in a git directory that points a host git at another directory for its config and
- * hooks: `commondir` (how linked worktrees share a repository). No placeholder can sit on it
- * (git refuses to run with an empty one), so it is watched instead: absent at the start, it
- * is removed when the run ends if the sandbox created it (only the sandbox writes there). */
-static int watch_git_redirects(struct launch *L, const char *gitdir_abs)
+/* Files in a git directory that point a host git elsewhere or give it more config:
+ * `commondir` (how linked worktrees share a repository: git takes config and hooks from the
+ * directory it names) and `config.worktree` (read when extensions.worktreeConfig is set). One
+ * that exists at the start is made read-only. No placeholder can stand in for a missing one
+ * (an empty `commondir` makes every git command on the host fail), so a missing one is
+ * watched instead: if it appears during the run (only the sandbox writes there), it is
+ * removed when the run ends (plan_release_protected). */
+static const char *const git_redirects[] = {"commondir", "config.worktree"};
+
+static int protect_git_redirects(struct launch *L, const char *rel, const char *origin,
+                                 struct corral_error *err)
 {
+	/* The directory as it is now, reached without following a symlink. The fd is what the
+	 * release works on: it never resolves the path again through what the sandbox made. */
+	int dfd = ws_openat(L->cfg->workspace, rel, O_PATH | O_DIRECTORY);
+	if (dfd < 0)
+		return 0; /* gone, or reached through a symlink: no git directory of the workspace */
+	unsigned absent = 0;
+	int r = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(git_redirects) && r >= 0; i++) {
+		struct stat st;
+		char sub[PATH_MAX];
+		if (fstatat(dfd, git_redirects[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			if (snprintf(sub, sizeof(sub), "%s/%s", rel, git_redirects[i]) <
+			    (int)sizeof(sub))
+				r = protect_rel(L, sub, false, PROT_EXISTING, origin, err);
+		} else if (errno == ENOENT) {
+			absent |= 1u << i;
+		}
+	}
 	char path[PATH_MAX];
-	struct stat st;
-	if (L->dry_run ||
-	    snprintf(path, sizeof(path), "%s/commondir", gitdir_abs) >= (int)sizeof(path) ||
-	    lstat(path, &st) == 0)
-		return 0;
+	if (r < 0 || !absent || L->dry_run ||
+	    snprintf(path, sizeof(path), "%s/%s", L->cfg->workspace, rel) >= (int)sizeof(path)) {
+		close(dfd);
+		return r;
+	}
 	for (size_t i = 0; i < L->n_held; i++)
-		if (L->held[i].watch && !strcmp(L->held[i].path, path))
+		if (L->held[i].watch && !strcmp(L->held[i].path, path)) {
+			close(dfd);
 			return 0;
+		}
 	struct placeholder *g = realloc(L->held, (L->n_held + 1) * sizeof(*L->held));
-	if (!g)
-		return -1;
-	L->held = g;
-	g[L->n_held] = (struct placeholder){.path = strdup(path), .fd = -1, .watch = true};
-	if (!g[L->n_held].path)
-		return -1;
+	if (g)
+		L->held = g;
+	if (!g || !(g[L->n_held].path = strdup(path))) {
+		close(dfd);
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	}
+	g[L->n_held].fd = dfd;
+	g[L->n_held].created = false;
+	g[L->n_held].watch = absent;
+	g[L->n_held].ws_len = strlen(L->cfg->workspace);
 	L->n_held++;
 	return 0;
 }
 
+/* The git directories below .git (submodules, linked worktrees) are found by a walk that never
+ * follows a symlink (the sandbox may have planted one: `ln -s / .git/modules`) and has hard
+ * bounds on depth, on the git directories taken and on everything it reads. */
+#define MODULES_MAX_DEPTH 6
+#define MODULES_MAX 256                  /* git directories and checkouts taken */
+#define WALK_MAX_ENTRIES 4096            /* directory entries read, all told */
+#define WORKTREES_MAX 256                /* entries of .git/worktrees read */
+#define GITMODULES_MAX_BYTES (256 << 10) /* of .gitmodules files read, all told */
+
+struct walk {
+	int gitdirs; /* git directories and checkouts still to take */
+	int entries; /* directory entries still to read */
+	long bytes;  /* .gitmodules bytes still to read */
+	bool config, hooks;
+	const char *origin; /* the protected-list entry that asks for all this */
+};
+
+/* Linked worktrees (`git worktree add`): .git/worktrees/<id> is the git directory of a
+ * checkout that may lie outside the workspace. A host git there follows its `commondir`, and
+ * reads its `config.worktree`; `gitdir` names the checkout (git worktree prune and repair
+ * act on it). */
+static int protect_worktrees(struct launch *L, struct walk *w, struct corral_error *err)
+{
+	int fd = ws_openat(L->cfg->workspace, ".git/worktrees", O_RDONLY | O_DIRECTORY);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	int r = 0, budget = WORKTREES_MAX;
+	struct dirent *de;
+	while (r >= 0 && budget > 0 && w->entries > 0 && (de = readdir(d))) {
+		budget--;
+		w->entries--;
+		struct stat st;
+		char rel[PATH_MAX], sub[PATH_MAX + 16];
+		if ((de->d_name[0] == '.' &&
+		     (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode) ||
+		    snprintf(rel, sizeof(rel), ".git/worktrees/%s", de->d_name) >= (int)sizeof(rel))
+			continue;
+		r = protect_git_redirects(L, rel, w->origin, err);
+		if (r >= 0 && (size_t)snprintf(sub, sizeof(sub), "%s/gitdir", rel) < sizeof(sub))
+			r = protect_rel(L, sub, false, PROT_EXISTING, w->origin, err);
+	}
+	closedir(d);
+	return r;
+}
+
 /* Submodules keep their git directories in .git/modules/<name> (a name may hold slashes;
  * nested submodules sit in <gitdir>/modules/<name>). A host `git status` in the superproject
- * reads their config and runs their hooks, so they get the same protection as .git's own. */
-#define MODULES_MAX_DEPTH 6
-#define MODULES_MAX 256
-
-static int protect_modules(struct launch *L, const char *rel, bool config, bool hooks, int depth,
-                           int *budget, struct corral_error *err)
+ * reads their config and runs their hooks, so they get the same protection as .git's own.
+ * dfd (a directory fd of rel, opened without following symlinks) is closed here. */
+static int protect_modules(struct launch *L, const char *rel, int dfd, int depth,
+                           struct walk *w, struct corral_error *err)
 {
-	char dir[PATH_MAX];
-	if (depth > MODULES_MAX_DEPTH ||
-	    snprintf(dir, sizeof(dir), "%s/%s", L->cfg->workspace, rel) >= (int)sizeof(dir))
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
 		return 0;
-	DIR *d = opendir(dir);
-	if (!d)
-		return 0;
+	}
 	int r = 0;
 	struct dirent *de;
-	while (r >= 0 && *budget > 0 && (de = readdir(d))) {
+	while (r >= 0 && w->gitdirs > 0 && w->entries > 0 && (de = readdir(d))) {
+		w->entries--;
 		if (de->d_name[0] == '.' &&
 		    (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2])))
 			continue;
-		char child[PATH_MAX], probe[PATH_MAX];
-		struct stat st;
-		if (snprintf(child, sizeof(child), "%s/%s", rel, de->d_name) >= (int)sizeof(child) ||
-		    snprintf(probe, sizeof(probe), "%s/%s", dir, de->d_name) >= (int)sizeof(probe) ||
-		    lstat(probe, &st) < 0 || !S_ISDIR(st.st_mode))
+		char child[PATH_MAX], sub[PATH_MAX + 16];
+		if (snprintf(child, sizeof(child), "%s/%s", rel, de->d_name) >= (int)sizeof(child))
 			continue;
-		char head[PATH_MAX + 8];
-		snprintf(head, sizeof(head), "%s/HEAD", probe);
-		if (lstat(head, &st) < 0) {
+		/* O_NOFOLLOW | O_DIRECTORY: a symlink or anything but a directory is skipped */
+		int cfd = openat(dirfd(d), de->d_name,
+		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (cfd < 0)
+			continue;
+		struct stat st;
+		if (fstatat(cfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			/* not a git directory: part of a name with slashes */
-			r = protect_modules(L, child, config, hooks, depth + 1, budget, err);
+			if (depth < MODULES_MAX_DEPTH)
+				r = protect_modules(L, child, cfd, depth + 1, w, err);
+			else
+				close(cfd);
 			continue;
 		}
-		(*budget)--;
-		char sub[PATH_MAX + 16];
-		if (config && watch_git_redirects(L, probe) < 0)
-			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
-		if (config && (size_t)snprintf(sub, sizeof(sub), "%s/config", child) < sizeof(sub))
-			r = protect_rel(L, sub, false, false, err);
-		if (r >= 0 && hooks &&
+		w->gitdirs--;
+		int mfd = openat(cfd, "modules",
+		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		close(cfd);
+		r = protect_git_redirects(L, child, w->origin, err);
+		if (r >= 0 && w->config &&
+		    (size_t)snprintf(sub, sizeof(sub), "%s/config", child) < sizeof(sub))
+			r = protect_rel(L, sub, false, 0, w->origin, err);
+		if (r >= 0 && w->hooks &&
 		    (size_t)snprintf(sub, sizeof(sub), "%s/hooks", child) < sizeof(sub))
-			r = protect_rel(L, sub, true, false, err);
-		if (r >= 0 && (size_t)snprintf(sub, sizeof(sub), "%s/modules", child) < sizeof(sub))
-			r = protect_modules(L, sub, config, hooks, depth + 1, budget, err);
+			r = protect_rel(L, sub, true, 0, w->origin, err);
+		if (mfd >= 0 && r >= 0 && depth < MODULES_MAX_DEPTH &&
+		    (size_t)snprintf(sub, sizeof(sub), "%s/modules", child) < sizeof(sub))
+			r = protect_modules(L, sub, mfd, depth + 1, w, err);
+		else if (mfd >= 0)
+			close(mfd);
 	}
 	closedir(d);
 	return r;
@@ -840,18 +971,19 @@ static int protect_modules(struct launch *L, const char *rel, bool config, bool 
 
 /* Submodule checkouts in the workspace: each `path = X` of a .gitmodules has its own X/.git,
  * usually a file naming the git directory (`gitdir: ../.git/modules/X`), which a host git
- * follows. Nested .gitmodules are followed too, within the same bounds. */
-static int protect_submodule_checkouts(struct launch *L, const char *prefix, bool config,
-                                       bool hooks, int depth, int *budget,
-                                       struct corral_error *err)
+ * follows. Nested .gitmodules are followed too, within the same bounds. Nothing is looked up
+ * through a symlink: whether a host path exists never changes the outcome. */
+static int protect_submodule_checkouts(struct launch *L, const char *prefix, int depth,
+                                       struct walk *w, struct corral_error *err)
 {
-	char file[PATH_MAX];
-	if (depth > MODULES_MAX_DEPTH ||
-	    snprintf(file, sizeof(file), "%s/%s%s.gitmodules", L->cfg->workspace, prefix,
-	             *prefix ? "/" : "") >= (int)sizeof(file))
+	char rel[PATH_MAX];
+	if (depth > MODULES_MAX_DEPTH || w->bytes <= 0 ||
+	    snprintf(rel, sizeof(rel), "%s%s.gitmodules", prefix, *prefix ? "/" : "") >=
+	        (int)sizeof(rel))
 		return 0;
-	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	FILE *f = fd < 0 ? NULL : fdopen(fd, "re");
+	int fd = ws_openat(L->cfg->workspace, rel, O_RDONLY | O_NONBLOCK);
+	struct stat fst;
+	FILE *f = fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) ? NULL : fdopen(fd, "re");
 	if (!f) {
 		if (fd >= 0)
 			close(fd);
@@ -859,7 +991,10 @@ static int protect_submodule_checkouts(struct launch *L, const char *prefix, boo
 	}
 	char line[PATH_MAX];
 	int r = 0;
-	while (r >= 0 && *budget > 0 && fgets(line, sizeof(line), f)) {
+	long start = w->bytes;
+	while (r >= 0 && w->gitdirs > 0 && w->bytes > 0 && fgets(line, sizeof(line), f)) {
+		long pos = ftell(f);
+		w->bytes = pos < 0 ? 0 : start - pos;
 		char *p = line;
 		while (*p == ' ' || *p == '\t')
 			p++;
@@ -885,27 +1020,43 @@ static int protect_submodule_checkouts(struct launch *L, const char *prefix, boo
 		    strstr(p, "/../") || (n >= 3 && !strcmp(p + n - 3, "/..")))
 			continue;
 		char mod[PATH_MAX], sub[PATH_MAX + 16];
-		struct stat st;
 		if (snprintf(mod, sizeof(mod), "%s%s%s", prefix, *prefix ? "/" : "", p) >=
 		        (int)sizeof(mod) ||
-		    snprintf(sub, sizeof(sub), "%s/%s/.git", L->cfg->workspace, mod) >=
-		        (int)sizeof(sub) ||
-		    lstat(sub, &st) < 0)
-			continue; /* not checked out */
-		(*budget)--;
-		if (S_ISREG(st.st_mode)) {
-			snprintf(sub, sizeof(sub), "%s/.git", mod);
-			r = protect_rel(L, sub, false, false, err);
+		    snprintf(sub, sizeof(sub), "%s/.git", mod) >= (int)sizeof(sub))
+			continue;
+		int g = ws_openat(L->cfg->workspace, sub, O_PATH);
+		struct stat st;
+		if (g >= 0) {
+			int ok = fstat(g, &st);
+			close(g);
+			if (ok < 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+				continue;
+		} else if (errno == ELOOP || errno == EXDEV) {
+			/* a symlink on the way: refused with a message naming it (protect_rel
+			 * looks at the workspace's own entries only) */
+			r = protect_rel(L, sub, false, PROT_EXISTING, w->origin, err);
+			continue;
 		} else {
-			if (config && (size_t)snprintf(sub, sizeof(sub), "%s/.git/config", mod) <
-			                  sizeof(sub))
-				r = protect_rel(L, sub, false, false, err);
-			if (r >= 0 && hooks &&
-			    (size_t)snprintf(sub, sizeof(sub), "%s/.git/hooks", mod) < sizeof(sub))
-				r = protect_rel(L, sub, true, false, err);
+			continue; /* not checked out */
 		}
-		if (r >= 0)
-			r = protect_submodule_checkouts(L, mod, config, hooks, depth + 1, budget, err);
+		w->gitdirs--;
+		if (S_ISREG(st.st_mode)) {
+			r = protect_rel(L, sub, false, 0, w->origin, err);
+		} else {
+			r = protect_git_redirects(L, sub, w->origin, err);
+			if (r >= 0 && w->config &&
+			    (size_t)snprintf(sub, sizeof(sub), "%s/.git/config", mod) < sizeof(sub))
+				r = protect_rel(L, sub, false, 0, w->origin, err);
+			if (r >= 0 && w->hooks &&
+			    (size_t)snprintf(sub, sizeof(sub), "%s/.git/hooks", mod) < sizeof(sub))
+				r = protect_rel(L, sub, true, 0, w->origin, err);
+		}
+		if (r >= 0) {
+			/* the nested walk reads on from the budget left after this file */
+			long here = w->bytes;
+			r = protect_submodule_checkouts(L, mod, depth + 1, w, err);
+			start += w->bytes - here;
+		}
 	}
 	fclose(f);
 	return r;
@@ -949,35 +1100,83 @@ int plan_protected_set(struct launch *L, struct corral_error *err)
 			continue;
 		git_config |= !strcmp(rel, ".git/config");
 		git_hooks |= !strcmp(rel, ".git/hooks");
-		int r = protect_rel(L, rel, is_dir, true, err);
+		int r = protect_rel(L, rel, is_dir, PROT_MAKE_MISSING, rel, err);
 		if (r < 0)
 			return r;
 	}
-	int budget = MODULES_MAX, r = 0;
+	struct walk w = {.gitdirs = MODULES_MAX,
+	                 .entries = WALK_MAX_ENTRIES,
+	                 .bytes = GITMODULES_MAX_BYTES,
+	                 .config = git_config,
+	                 .hooks = git_hooks,
+	                 .origin = git_config ? ".git/config" : ".git/hooks"};
+	int r = 0;
 	char gitdir[PATH_MAX];
-	if (git_config &&
+	/* .git's own redirects and linked worktrees, when .git is a real directory (pinned) */
+	if ((git_config || git_hooks) &&
 	    snprintf(gitdir, sizeof(gitdir), "%s/.git", cfg->workspace) < (int)sizeof(gitdir) &&
-	    strv_has(L->req.pin, L->req.n_pin, gitdir) && watch_git_redirects(L, gitdir) < 0)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
-	if (git_config || git_hooks) {
-		r = protect_modules(L, ".git/modules", git_config, git_hooks, 0, &budget, err);
+	    strv_has(L->req.pin, L->req.n_pin, gitdir)) {
+		r = protect_git_redirects(L, ".git", w.origin, err);
 		if (r >= 0)
-			r = protect_submodule_checkouts(L, "", git_config, git_hooks, 0, &budget, err);
+			r = protect_worktrees(L, &w, err);
+	}
+	if (r >= 0 && (git_config || git_hooks)) {
+		/* a symlinked .git/modules is not followed: no submodules then */
+		int mfd = ws_openat(cfg->workspace, ".git/modules", O_RDONLY | O_DIRECTORY);
+		if (mfd >= 0)
+			r = protect_modules(L, ".git/modules", mfd, 0, &w, err);
+		if (r >= 0)
+			r = protect_submodule_checkouts(L, "", 0, &w, err);
 	}
 	if (L->req.n_pin > 1)
 		qsort((void *)L->req.pin, L->req.n_pin, sizeof(char *), cmp_depth);
 	return r < 0 ? r : 0;
 }
 
+/* A watched git directory at the end of the run: remove the redirects that appeared in it.
+ * Everything is done through the fd taken at the start (never by resolving the path again,
+ * which the sandbox may have pointed elsewhere: `mv .git x; ln -s ~/other/.git .git`), and
+ * only while that directory is still the one at its path in the workspace. */
+static void release_watch(const struct placeholder *h)
+{
+	char ws[PATH_MAX];
+	snprintf(ws, sizeof(ws), "%.*s", (int)h->ws_len, h->path);
+	const char *rel = h->path + h->ws_len;
+	while (*rel == '/')
+		rel++;
+	int now = ws_openat(ws, rel, O_PATH | O_DIRECTORY);
+	struct stat a, b;
+	bool same = now >= 0 && fstat(h->fd, &a) == 0 && fstat(now, &b) == 0 &&
+	            a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	if (now >= 0)
+		close(now);
+	if (!same)
+		return; /* moved or replaced (only possible without a mount namespace): leave it */
+	for (size_t i = 0; i < ARRAY_SIZE(git_redirects); i++) {
+		struct stat st;
+		/* absent at the start, there now: the sandbox made it (everything of the run has
+		 * exited by now). A directory by that name only makes git fail, and may hold the
+		 * user's files; anything else (a file, a symlink, a fifo) goes: unlinkat removes
+		 * the entry itself, never what a symlink points at. */
+		if ((h->watch & (1u << i)) &&
+		    fstatat(h->fd, git_redirects[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode))
+			(void)unlinkat(h->fd, git_redirects[i], 0);
+	}
+}
+
 void plan_release_protected(struct placeholder *held, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct placeholder *h = &held[i];
-		struct stat w;
-		/* a redirect the sandbox planted (everything of the run has exited by now); a
-		 * directory by that name only makes git fail, and may hold the user's files */
-		if (h->watch && lstat(h->path, &w) == 0 && !S_ISDIR(w.st_mode))
-			(void)unlink(h->path);
+		if (h->watch) {
+			if (h->fd >= 0) {
+				release_watch(h);
+				close(h->fd);
+			}
+			free(h->path);
+			continue;
+		}
 		/* Remove a placeholder (made by this run, or marked as corral's by another), if it
 		 * is still the empty thing that was made and no other run holds it. */
 		char v[2];
@@ -1060,7 +1259,30 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		                            .cpu_pct = cpus,
 		                            .tree_kill = !L->pidns};
 		struct corral_error cgerr = {0};
-		if (cgroup_prepare(&lim, &L->cg, &cgerr) < 0) {
+		int rc = cpus && plan_test_disabled("cgroup-cpu")
+		             ? corral_set_error(&cgerr, CORRAL_EUNAVAIL, 0, "cgroup",
+		                                "cgroup: no cpu controller (disabled by "
+		                                "CORRAL_TEST_DISABLE=cgroup-cpu)")
+		             : cgroup_prepare(&lim, &L->cg, &cgerr);
+		/* Mode auto: what failed may be the CPU share alone (no cpu controller in v1, a
+		 * delegated v2 subtree without it, +cpu refused while RT tasks run). The memory and
+		 * process limits must not go with it: root has no RLIMIT_NPROC to fall back on, and
+		 * RLIMIT_DATA is a weaker memory limit. So try again without the share, and record
+		 * that the share alone is not enforced. */
+		if (rc < 0 && cpus && cfg->mode == CORRAL_MODE_AUTO &&
+		    (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg)) {
+			struct corral_error again = {0};
+			lim.cpu_pct = 0;
+			if (cgroup_prepare(&lim, &L->cg, &again) == 0) {
+				char note[200];
+				snprintf(note, sizeof(note), "; the CPU share is NOT enforced (%.150s)",
+				         strncmp(cgerr.message, "cgroup: ", 8) ? cgerr.message
+				                                               : cgerr.message + 8);
+				cgroup_note(L->cg, note);
+				rc = 0;
+			}
+		}
+		if (rc < 0) {
 			L->cg = NULL;
 			if (cpus && cfg->mode == CORRAL_MODE_REQUIRED)
 				return corral_set_error(err, CORRAL_EUNAVAIL, cgerr.sys_errno, "cgroup",

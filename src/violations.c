@@ -124,7 +124,8 @@ void violations_pids_elsewhere(const struct corral_config *cfg, struct corral_re
                                int known)
 {
 	char hint[400];
-	if (known) {
+	/* without a process limit of its own only a parent's budget can have refused the fork */
+	if (known || !cfg->limits[CORRAL_LIMIT_PIDS]) {
 		result_add_violation(res, "limit", OBJ_BUDGET, "pids.max of a parent cgroup",
 		                     "Starting a new process failed because the process budget of "
 		                     "the server or the host ran out (other work is using it), not "
@@ -657,14 +658,41 @@ static void infer_syscall(const struct corral_config *cfg, struct corral_result 
 	}
 }
 
-/* "fork: Resource temporarily unavailable", "sh: 1: Cannot fork", "fork: retry: ...":
- * a process limit. With the run's own cgroup the evidence is already in (supervise.c); this
- * covers runs whose limit is RLIMIT_NPROC, and budgets outside the run. */
+/* The shapes of a refused process creation: "bash: fork: Resource temporarily unavailable",
+ * "bash: fork: retry: Resource temporarily unavailable", "sh: 1: Cannot fork",
+ * "make: vfork: Resource ...", "pthread_create: Resource ...", "... pthread_create failed:
+ * Resource ...", "clone: Resource ...". The call's name must stand as a word right before
+ * ": " (or " failed: "), so an EAGAIN line that merely mentions a clone (a `git clone`
+ * transport error, a path like /srv/clone-cache: ...) claims nothing. */
+static bool fork_refused(const char *line)
+{
+	if (strstr(line, "Cannot fork"))
+		return true;
+	static const char *const calls[] = {"fork", "vfork", "clone", "clone3", "pthread_create",
+	                                    "posix_spawn"};
+	static const char *const tails[] = {": Resource temporarily unavailable", ": retry: ",
+	                                    " failed: Resource temporarily unavailable"};
+	for (size_t i = 0; i < ARRAY_SIZE(calls); i++) {
+		size_t n = strlen(calls[i]);
+		for (const char *p = line; (p = strstr(p, calls[i])); p += n) {
+			if (p > line && p[-1] != ' ' && p[-1] != ':')
+				continue; /* part of a longer word or a path */
+			for (size_t t = 0; t < ARRAY_SIZE(tails); t++)
+				if (!strncmp(p + n, tails[t], strlen(tails[t])))
+					return true;
+		}
+	}
+	return false;
+}
+
+/* A refused process creation (fork_refused): a process limit. With the run's own cgroup the
+ * evidence is already in (supervise.c); this covers runs whose limit is RLIMIT_NPROC, and
+ * budgets outside the run. */
 static void infer_fork(const struct corral_config *cfg, struct corral_result *res,
                        const char *line, enum infer_kind k)
 {
 	(void)k;
-	if (!strstr(line, "fork") && !strstr(line, "clone") && !strstr(line, "pthread_create"))
+	if (!fork_refused(line))
 		return;
 	if (res->limit == CORRAL_HIT_PIDS)
 		return; /* already reported from the evidence */

@@ -908,10 +908,12 @@ static long drain_accepts(int fd)
 	return n;
 }
 
-/* The canary listeners: a TCP socket on 127.0.0.1 (a free port) and an abstract unix socket
- * (a unique name), both counting the connections they accept. Writes DIR/addr ("PORT NAME")
- * once both listen; on SIGTERM accepts what is still queued, writes DIR/counts ("tcp=N
- * abstract=N") and exits. Dies with its parent (the test's shell). */
+/* The canary listeners: TCP sockets on 127.0.0.1 and on ::1 (one free port on both; ::1 only
+ * where the host has IPv6 loopback) and an abstract unix socket (a unique name), all counting
+ * the connections they accept. Writes DIR/addr ("PORT NAME V6", V6 1 when ::1 listens too)
+ * once all listen; on SIGTERM accepts what is still queued, writes DIR/counts ("tcp=N
+ * abstract=N", tcp counting both addresses) and exits. Dies with its parent (the test's
+ * shell). */
 static int do_canary_listen(char **a)
 {
 	const char *dir = a[0];
@@ -924,12 +926,37 @@ static int do_canary_listen(char **a)
 	struct sigaction sa = {.sa_handler = on_stop};
 	sigaction(SIGTERM, &sa, NULL);
 
-	int tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	struct sockaddr_in in = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t inlen = sizeof(in);
-	if (tcp < 0 || bind(tcp, (struct sockaddr *)&in, sizeof(in)) < 0 || listen(tcp, 128) < 0 ||
-	    getsockname(tcp, (struct sockaddr *)&in, &inlen) < 0)
-		return fail(errno);
+	/* a free port on 127.0.0.1, then the same port on ::1: when another process holds it
+	 * there, another port */
+	int tcp = -1, tcp6 = -1;
+	struct sockaddr_in in;
+	for (int tries = 0; tries < 20; tries++) {
+		tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		in = (struct sockaddr_in){.sin_family = AF_INET,
+		                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t inlen = sizeof(in);
+		if (tcp < 0 || bind(tcp, (struct sockaddr *)&in, sizeof(in)) < 0 ||
+		    listen(tcp, 128) < 0 || getsockname(tcp, (struct sockaddr *)&in, &inlen) < 0)
+			return fail(errno);
+		tcp6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (tcp6 < 0)
+			break; /* no IPv6 at all */
+		int one = 1;
+		setsockopt(tcp6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		struct sockaddr_in6 in6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT,
+		                           .sin6_port = in.sin_port};
+		if (bind(tcp6, (struct sockaddr *)&in6, sizeof(in6)) == 0 && listen(tcp6, 128) == 0)
+			break;
+		int e = errno;
+		close(tcp6);
+		tcp6 = -1;
+		if (e != EADDRINUSE)
+			break; /* no IPv6 loopback (EADDRNOTAVAIL): 127.0.0.1 only */
+		close(tcp);
+		tcp = -1;
+	}
+	if (tcp < 0)
+		return fail(EADDRINUSE);
 
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -944,19 +971,21 @@ static int do_canary_listen(char **a)
 		return fail(errno);
 
 	char addr[128];
-	snprintf(addr, sizeof(addr), "%u %s\n", (unsigned)ntohs(in.sin_port), name);
+	snprintf(addr, sizeof(addr), "%u %s %d\n", (unsigned)ntohs(in.sin_port), name, tcp6 >= 0);
 	if (put_file(dir, "addr", addr) < 0)
 		return fail(errno);
 	long n_tcp = 0, n_abs = 0;
 	while (!stop_requested) {
-		struct pollfd p[2] = {{.fd = tcp, .events = POLLIN}, {.fd = abs, .events = POLLIN}};
+		struct pollfd p[3] = {{.fd = tcp, .events = POLLIN},
+		                      {.fd = abs, .events = POLLIN},
+		                      {.fd = tcp6, .events = POLLIN}}; /* -1: ignored */
 		/* SIGTERM is let in only while waiting, so a stop is never missed */
-		if (ppoll(p, 2, NULL, &none) < 0 && errno != EINTR)
+		if (ppoll(p, 3, NULL, &none) < 0 && errno != EINTR)
 			break;
-		n_tcp += drain_accepts(tcp);
+		n_tcp += drain_accepts(tcp) + (tcp6 >= 0 ? drain_accepts(tcp6) : 0);
 		n_abs += drain_accepts(abs);
 	}
-	n_tcp += drain_accepts(tcp);
+	n_tcp += drain_accepts(tcp) + (tcp6 >= 0 ? drain_accepts(tcp6) : 0);
 	n_abs += drain_accepts(abs);
 	char counts[128];
 	snprintf(counts, sizeof(counts), "tcp=%ld abstract=%ld\n", n_tcp, n_abs);

@@ -168,11 +168,115 @@ static enum jr_kind invalid(struct jr_msg *m, int code, const char *fmt, ...)
 	return JR_INVALID;
 }
 
+/* ---- the id's lexeme, in a line that is valid JSON ---- */
+
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		i++;
+	return i;
+}
+
+/* s[i] is '"': the index just past the closing quote. */
+static size_t skip_string(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n && s[i] != '"'; i++)
+		if (s[i] == '\\')
+			i++;
+	return i < n ? i + 1 : n;
+}
+
+/* Past one value starting at s[i] (nested objects and arrays, strings with brackets). */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+	int depth = 0;
+	while (i < n) {
+		char c = s[i];
+		if (c == '"') {
+			i = skip_string(s, n, i);
+		} else if (c == '{' || c == '[') {
+			depth++;
+			i++;
+		} else if (c == '}' || c == ']') {
+			if (depth == 0)
+				return i;
+			depth--;
+			i++;
+		} else if (c == ',' && depth == 0) {
+			return i;
+		} else {
+			i++;
+		}
+		if (depth == 0 && (c == '"' || c == '}' || c == ']'))
+			return i;
+	}
+	return i;
+}
+
+/* Is the key (the string at s[i], quotes included, up to end) exactly "id" once unescaped? */
+static bool key_is_id(const char *s, size_t i, size_t end)
+{
+	char got[3];
+	size_t k = 0;
+	for (i++; i + 1 < end; i++) {
+		unsigned c = (unsigned char)s[i];
+		if (c == '\\' && i + 1 < end - 1) {
+			c = (unsigned char)s[++i];
+			if (c == 'u') {
+				unsigned v = 0;
+				for (int h = 0; h < 4 && i + 1 < end - 1; h++) {
+					char x = s[++i];
+					v = v * 16 + (unsigned)(x >= '0' && x <= '9'   ? x - '0'
+					                        : x >= 'a' && x <= 'f' ? x - 'a' + 10
+					                                               : x - 'A' + 10);
+				}
+				c = v;
+			}
+		}
+		if (k == 2 || c > 0x7f)
+			return false;
+		got[k++] = (char)c;
+	}
+	return k == 2 && got[0] == 'i' && got[1] == 'd';
+}
+
+/* The top-level object's id (the last one, as the parser keeps it) is written as an integer:
+ * a number without '.', 'e' or 'E' (5, not 5.0 or 5e0). */
+static bool id_written_as_integer(const char *s, size_t n)
+{
+	size_t i = skip_ws(s, n, 0);
+	if (i >= n || s[i] != '{')
+		return false;
+	bool integer = false;
+	i = skip_ws(s, n, i + 1);
+	while (i < n && s[i] == '"') {
+		size_t kend = skip_string(s, n, i);
+		bool is_id = key_is_id(s, i, kend);
+		i = skip_ws(s, n, kend);
+		if (i >= n || s[i] != ':')
+			return false;
+		i = skip_ws(s, n, i + 1);
+		size_t vend = skip_value(s, n, i);
+		if (is_id) {
+			integer = vend > i && (s[i] == '-' || (s[i] >= '0' && s[i] <= '9'));
+			for (size_t k = i; integer && k < vend; k++)
+				if (s[k] == '.' || s[k] == 'e' || s[k] == 'E')
+					integer = false;
+		}
+		i = skip_ws(s, n, vend);
+		if (i >= n || s[i] != ',')
+			break;
+		i = skip_ws(s, n, i + 1);
+	}
+	return integer;
+}
+
 /* Valid JSON with an integer beyond 64 bits (jansson's "too big integer"): not a parse error
  * but a request this server cannot take. Parsed again with every integer as a double, to
  * answer -32600 with the request's id when it comes back exact (a string, or an integer below
- * 2^53 in magnitude; a larger one is answered with id null rather than a wrong id), and to
- * say whether the id itself is the integer that is too large. */
+ * 2^53 in magnitude written as one in the line; a larger one, or a real such as 5.0 or 5e0,
+ * is answered with id null rather than an id the client did not send), and to say whether the
+ * id itself is the integer that is too large. */
 static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 {
 	json_error_t jerr;
@@ -186,9 +290,10 @@ static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 	bool id_too_big = false;
 	if (json_is_real(id)) {
 		double v = json_real_value(id), a = v < 0 ? -v : v;
-		if (a < 9007199254740992.0 && (double)(json_int_t)v == v)
+		bool integer = id_written_as_integer(line, len);
+		if (integer && a < 9007199254740992.0 && (double)(json_int_t)v == v)
 			json_object_set_new(m->root, "id", json_integer((json_int_t)v));
-		else /* beyond 2^63 (as a double: every int64 rounds to at most 2^63) */
+		else if (integer) /* beyond 2^63 (as a double: every int64 rounds to at most 2^63) */
 			id_too_big = a > 9223372036854775808.0;
 		id = json_object_get(m->root, "id");
 	}

@@ -93,6 +93,7 @@ struct call {
 	bool new_session;    /* shell_exec opened the session */
 	bool stateful;       /* waits on a session or a job: not counted in running */
 	bool cancelled;
+	bool reaped; /* shutdown: it ended in a result (or could not be stepped) */
 	uint64_t t_start, t_progress;
 	uint64_t out_bytes;
 	char *tail; /* with a progress token: the latest PROGRESS_TAIL output bytes, a ring */
@@ -451,17 +452,29 @@ static void audit_not_started(struct server *s, const struct mcp_plan *plan, con
 	audit_write(s, &r);
 }
 
-/* A command that the server's shutdown cut off before it had a result (a session command:
- * its session is closed under it): a row that says what ran and for how long, cancelled. */
+static char **strv_copy(char *const *v);
+
+/* A command cut off before it had a result: a session command whose session is closed under
+ * it (shell_close, or the server's exit), or a run or a pipeline that did not end within the
+ * shutdown's reap budget. A row that says what ran and for how long, cancelled, with what is
+ * not known (usage, byte counts, isolation, violations, redactions) null. */
 static void audit_cut_off(struct server *s, const struct call *c, const char *kind,
                           const char *parent)
 {
 	if (!s->audit)
 		return;
 	struct corral_result *res = result_new();
-	if (!res)
+	if (!res) {
+		audit_lost(s);
 		return;
-	res->command = c->plan.command ? strdup(c->plan.command) : NULL;
+	}
+	const char *d = c->plan.display;
+	if (c->plan.command)
+		res->command = strdup(c->plan.command);
+	else if (!c->plan.argv && d) /* a pipeline: "$ A | B" */
+		res->command = strdup(d + (strncmp(d, "$ ", 2) ? 0 : 2));
+	res->argv = c->plan.argv ? strv_copy(c->plan.argv) : NULL;
+	res->exit_code = -1;
 	res->duration_ms = now_ms() - c->t_start;
 	struct audit_run r = {
 	    .res = res,
@@ -487,6 +500,8 @@ static void audit_pipeline(struct server *s, const struct call *c,
 		return;
 	for (size_t i = 0; i < pr->n_stages; i++) {
 		const struct corral_result *st = pr->stages[i];
+		if (!st) /* no result (defensive): nothing to record for it */
+			continue;
 		audit_exec(s, c, st, "pipeline_stage", pr->id,
 		           c->cancelled && st->signal && !st->timed_out &&
 		               st->limit == CORRAL_HIT_NONE);
@@ -1230,7 +1245,14 @@ static void session_free(struct server *s, struct msess *m)
 		}
 	s->n_sessions--;
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_session_fd(m->s), NULL);
+	const char *sid = corral_session_id(m->s);
+	/* the jobs still running in it end with it: on the record as cancelled */
+	for (struct mjob *j = s->jobs; j; j = j->next)
+		if (!j->done && !strcmp(j->session, sid) && corral_job_running(j->j))
+			j->kill_asked = true;
 	if (m->waiting) {
+		/* the command it runs has no result: closed under it (shell_close, the exit) */
+		audit_cut_off(s, m->waiting, "session_cmd", sid);
 		m->waiting->sess = NULL;
 		respond(s, m->waiting,
 		        mcp_tool_error("the session was closed while the command ran"));
@@ -1300,12 +1322,15 @@ static void session_event(struct server *s, struct msess *m)
 		session_answer(s, m);
 }
 
+/* A job's state as job_schema has it, or NULL when it cannot be read (out of memory): the
+ * caller fails the call then (mcp_tool_json(NULL) is NULL: an internal error) rather than
+ * send a structuredContent without the keys its outputSchema requires. */
 static json_t *job_json(const struct mjob *j)
 {
 	struct corral_job_output o;
 	struct corral_error err = {0};
 	if (corral_job_read(j->j, UINT64_MAX, 1, &o, &err) < 0)
-		return json_object();
+		return NULL;
 	json_t *v =
 	    json_pack("{s:s, s:s, s:o, s:b, s:o, s:o, s:I, s:I, s:I}", "job", corral_job_id(j->j),
 	              "command", corral_job_command(j->j), "session",
@@ -1314,6 +1339,10 @@ static json_t *job_json(const struct mjob *j)
 	              "signal", o.signal ? json_integer(o.signal) : json_null(), "duration_ms",
 	              (json_int_t)o.duration_ms, "total_bytes", (json_int_t)o.total_bytes,
 	              "dropped_bytes", (json_int_t)o.dropped_bytes);
+	if (!v) {
+		corral_job_output_free(&o);
+		return NULL;
+	}
 	const char *lim = corral_limit_hit_name(o.limit);
 	json_object_set_new(v, "limit", lim ? json_string(lim) : json_null());
 	/* redaction of the job's output so far, as in a run's result */
@@ -1442,37 +1471,95 @@ static void stateful_tick(struct server *s)
 	}
 }
 
-/* The server is going: every job still running is killed, every session closed. With an
- * audit store, a command a session was running is recorded as cancelled (it has no result:
- * the session closes under it), and each job is recorded once it has ended (briefly, until
- * reap_until), as cancelled when it was still running. */
-static void stateful_shutdown(struct server *s, uint64_t reap_until)
+/* The server is going: every job still running is killed, every session closed (a command
+ * a session was running is recorded as cancelled by session_free: it has no result). The
+ * jobs stay listed until shutdown_reap has given them their brief chance to end. */
+static void stateful_shutdown(struct server *s)
 {
-	for (struct mjob *j = s->jobs; j; j = j->next)
+	for (struct mjob *j = s->jobs; j; j = j->next) {
 		if (!j->done && corral_job_running(j->j)) {
 			j->kill_asked = true;
 			corral_job_kill(j->j, 0, NULL);
 		}
-	while (s->sessions) {
-		struct msess *m = s->sessions;
-		if (m->waiting) {
-			m->waiting->cancelled = true;
-			audit_cut_off(s, m->waiting, "session_cmd", corral_session_id(m->s));
-		}
-		session_free(s, m); /* its jobs end with it */
-	}
-	while (s->jobs) {
-		struct mjob *j = s->jobs;
-		s->jobs = j->next;
 		if (j->killer) {
 			j->killer->jkill = NULL;
 			j->killer->cancelled = true;
+			j->killer = NULL;
 		}
-		int r = j->done ? 1 : 0;
-		for (uint64_t t = now_ms(); s->audit && r == 0 && t < reap_until; t = now_ms())
-			r = corral_job_step(j->j, (int)(reap_until - t), NULL);
-		if (!j->done)
-			audit_job(s, j, j->kill_asked);
+	}
+	while (s->sessions) {
+		struct msess *m = s->sessions;
+		if (m->waiting)
+			m->waiting->cancelled = true; /* no answer: the server is going */
+		session_free(s, m);                /* its jobs end with it */
+	}
+}
+
+/* With an audit store, every killed run, pipeline and job may end in a result until
+ * reap_until, all in one wait (their teardowns overlap); each is then on the record: with
+ * its result, or, when it did not end in time, as cut off (cancelled, what is not known
+ * null). Then the jobs are freed; corral_proc_destroy and corral_pipeline_destroy (at the
+ * calls' retirement) reap whatever is left. */
+static void shutdown_reap(struct server *s, uint64_t reap_until)
+{
+	size_t cap = 0;
+	for (struct call *c = s->calls; c; c = c->next)
+		cap++;
+	for (struct mjob *j = s->jobs; j; j = j->next)
+		cap++;
+	struct pollfd *pfd = s->audit && cap ? calloc(cap, sizeof(*pfd)) : NULL;
+	for (;;) {
+		nfds_t n = 0;
+		for (struct call *c = s->calls; c && s->audit; c = c->next) {
+			if (c->state != CALL_RUNNING || (!c->proc && !c->pl) || c->reaped)
+				continue;
+			int r = c->proc ? corral_proc_step(c->proc, 0, NULL)
+			                : corral_pipeline_step(c->pl, 0, NULL);
+			if (r == 0) {
+				if (pfd)
+					pfd[n++] = (struct pollfd){.fd = c->proc ? corral_proc_fd(c->proc)
+					                                         : corral_pipeline_fd(c->pl),
+					                           .events = POLLIN};
+				continue;
+			}
+			c->reaped = true;
+			struct corral_result *res = NULL;
+			struct corral_pipeline_result *pr = NULL;
+			if (r == 1 && c->proc && corral_proc_result(c->proc, &res, NULL) == 0) {
+				audit_call(s, c, res);
+				corral_result_free(res);
+			} else if (r == 1 && c->pl && corral_pipeline_result(c->pl, &pr, NULL) == 0) {
+				audit_pipeline(s, c, pr);
+				corral_pipeline_result_free(pr);
+			} else { /* it could not be supervised, or has no result */
+				audit_cut_off(s, c, "mcp_call", NULL);
+			}
+		}
+		for (struct mjob *j = s->jobs; j && s->audit; j = j->next) {
+			if (j->done)
+				continue;
+			if (corral_job_step(j->j, 0, NULL) != 0)
+				j->done = true;
+			else if (pfd)
+				pfd[n++] = (struct pollfd){.fd = corral_job_fd(j->j), .events = POLLIN};
+		}
+		uint64_t t = now_ms();
+		if (n == 0 || t >= reap_until)
+			break;
+		/* readiness covers each one's own timers; the cap keeps a missed one cheap */
+		uint64_t wait = reap_until - t < 50 ? reap_until - t : 50;
+		poll(pfd, n, (int)wait);
+	}
+	free(pfd);
+	for (struct call *c = s->calls; c && s->audit; c = c->next)
+		if (c->state == CALL_RUNNING && (c->proc || c->pl) && !c->reaped) {
+			audit_cut_off(s, c, "mcp_call", NULL);
+			c->reaped = true;
+		}
+	while (s->jobs) {
+		struct mjob *j = s->jobs;
+		s->jobs = j->next;
+		audit_job(s, j, j->kill_asked); /* once: not again when job_event recorded it */
 		free(j->cwd);
 		corral_result_free(j->iso);
 		corral_job_free(j->j);
@@ -1678,6 +1765,12 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		j->next = s->jobs;
 		s->jobs = j;
 		json_t *v = job_json(j);
+		if (!v) {
+			r->result = answer_error("job %s started, but its state could not be read (out "
+			                         "of memory); job_list shows it, job_kill stops it",
+			                         corral_job_id(cj));
+			break;
+		}
 		json_object_set_new(v, "hint",
 		                    json_string("read its output with job_output (pass next_offset "
 		                                "back as since_offset); stop it with job_kill"));
@@ -1743,8 +1836,15 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 	}
 	case TOOL_JOB_LIST: {
 		json_t *arr = json_array();
-		for (struct mjob *j = s->jobs; j; j = j->next)
-			json_array_append_new(arr, job_json(j));
+		bool whole = arr != NULL;
+		for (struct mjob *j = s->jobs; whole && j; j = j->next)
+			whole = json_array_append_new(arr, job_json(j)) == 0;
+		if (!whole) {
+			json_decref(arr);
+			r->result = answer_error("job_list: out of memory reading the jobs' state; "
+			                         "try again");
+			break;
+		}
 		r->result =
 		    mcp_tool_json(json_pack("{s:o, s:i, s:i}", "jobs", arr, "running",
 		                            (int)jobs_running(s), "max_jobs", (int)s->o->max_jobs),
@@ -1789,6 +1889,10 @@ static void pipeline_respond(struct server *s, struct call *c,
 			        pr->timed_out ? "; timed out" : "");
 		for (size_t i = 0; i < pr->n_stages; i++) {
 			const struct corral_result *r = pr->stages[i];
+			if (!r) { /* defensive: corral_pipeline_result_to_json reports it */
+				fprintf(f, "stage %zu: no result\n", i + 1);
+				continue;
+			}
 			fprintf(f, "stage %zu (%s): ", i + 1,
 			        r->argv && r->argv[0] ? r->argv[0] : "?");
 			if (r->exited)
@@ -2257,32 +2361,12 @@ static void shutdown_all(struct server *s)
 			else
 				corral_pipeline_cancel(c->pl, 0, NULL);
 		}
-	/* With an audit store, let each killed run, pipeline and job end in a result (briefly)
-	 * so that it is recorded as cancelled; corral_proc_destroy and corral_pipeline_destroy
-	 * below reap whatever is left. */
+	/* With an audit store, let each killed run, pipeline and job end in a result (briefly,
+	 * in one wait) so that it is recorded as cancelled; what does not end in time is
+	 * recorded as cut off. Sessions close first (their jobs end with them). */
 	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
-	stateful_shutdown(s, reap_until);
-	for (struct call *c = s->calls; c && s->audit; c = c->next) {
-		if (c->state != CALL_RUNNING || (!c->proc && !c->pl))
-			continue;
-		int r = 0;
-		for (uint64_t t = now_ms(); r == 0 && t < reap_until; t = now_ms())
-			r = c->proc ? corral_proc_step(c->proc, (int)(reap_until - t), NULL)
-			            : corral_pipeline_step(c->pl, (int)(reap_until - t), NULL);
-		if (r == 1 && c->proc) {
-			struct corral_result *res = NULL;
-			if (corral_proc_result(c->proc, &res, NULL) == 0) {
-				audit_call(s, c, res);
-				corral_result_free(res);
-			}
-		} else if (r == 1) {
-			struct corral_pipeline_result *pr = NULL;
-			if (corral_pipeline_result(c->pl, &pr, NULL) == 0) {
-				audit_pipeline(s, c, pr);
-				corral_pipeline_result_free(pr);
-			}
-		}
-	}
+	stateful_shutdown(s);
+	shutdown_reap(s, reap_until);
 	while (s->calls) {
 		struct call *c = s->calls;
 		c->cancelled = true;

@@ -295,6 +295,9 @@ static json_t *output_schema(enum mcp_tool_id id)
 		json_t *err = run ? json_deep_copy(json_object_get(json_object_get(run, "properties"),
 		                                                   "error"))
 		                  : NULL;
+		/* before the pack below takes run (and releases it if the pack fails) */
+		if (run)
+			json_object_del(run, "description");
 		json_t *props = json_pack(
 		    "{s:{s:s}, s:{s:b}, s:{s:s, s:i, s:i}, s:{s:[s,s]}, s:{s:s}, s:{s:s}, "
 		    "s:{s:s, s:i}, s:{s:s, s:s}, s:{s:s, s:i}, s:{s:s}, s:{s:s, s:{s:s}}, s:o, "
@@ -308,8 +311,6 @@ static json_t *output_schema(enum mcp_tool_id id)
 		    "items", "type", "integer", "error", err ? err : json_object(), "stages", "type",
 		    "array", "description", "each stage's run result", "items",
 		    run ? run : json_object());
-		if (run)
-			json_object_del(run, "description");
 		return json_pack("{s:s, s:s, s:[s,s,s,s,s,s,s,s,s,s,s,s,s], s:o}", "type", "object",
 		                 "description",
 		                 "The pipeline result, as `corral run --pipe ... --json` prints it "
@@ -1054,18 +1055,30 @@ static int prepare_run_command(const json_t *args, struct mcp_plan *plan, char *
 }
 
 /* The code reaches a file in the sandbox's private /tmp by shell builtins only (a command
- * allow-list that admits /bin/sh and the interpreter needs nothing else): set -C creates the
- * file exclusively (O_EXCL: never an existing file or a planted symlink, also with the host's
- * /tmp in --mode none; a bare redirection, since a failed one on a special builtin such as
- * ":" ends a POSIX shell), then printf writes the code from CORRAL_CODE, which the shell unsets
- * before it execs the interpreter. Code too long for one variable (without a stdin of the
- * call's own) arrives on standard input instead and is copied line by line with read. */
+ * allow-list that admits /bin/sh and the interpreter needs nothing else). The name is
+ * unpredictable (a UUID read from /proc/sys/kernel/random/uuid; the shell's pid and a counter
+ * only where /proc is missing), so that with a shared /tmp (--mode none, or a TMPDIR naming a
+ * shared directory) nobody can plant anything under it in advance. The file is created
+ * exclusively: set -C makes a bare redirection O_CREAT|O_EXCL for a missing path, but dash and
+ * bash open an existing FIFO, device or directory without O_EXCL (and a FIFO blocks), so the
+ * path must not exist (not even as a dangling symlink) before, and after the redirection it
+ * must be a regular file, not a FIFO or a symlink, ours and empty; otherwise another name is
+ * tried (50 times). The redirection is bare, since a failed one on a special builtin such as
+ * ":" ends a POSIX shell. The file is created under umask 077 (readable by us only); the
+ * server's umask is restored before the interpreter runs (it is inherited across exec: the
+ * files the program creates get the modes they would get from run_command). Then printf
+ * writes the code from CORRAL_CODE, which the shell unsets before it execs the interpreter.
+ * Code too long for one variable (without a stdin of the call's own) arrives on standard
+ * input instead and is copied line by line with read. */
 static const char code_file_prelude[] =
-    "umask 077; set -C; i=0; "
-    "until f=${TMPDIR:-/tmp}/corral-code.$$.$i; 2>/dev/null >\"$f\"; do "
+    "u0=$(umask); umask 077; set -C; i=0; "
+    "until u=$$.$i; { read -r u </proc/sys/kernel/random/uuid; } 2>/dev/null; "
+    "f=${TMPDIR:-/tmp}/corral-code.$u; "
+    "! [ -e \"$f\" ] && ! [ -h \"$f\" ] && 2>/dev/null >\"$f\" && [ -f \"$f\" ] && "
+    "! [ -h \"$f\" ] && ! [ -p \"$f\" ] && [ -O \"$f\" ] && ! [ -s \"$f\" ]; do "
     "i=$((i+1)); if [ $i -ge 50 ]; then "
     "echo \"corral: cannot create a file for the code in ${TMPDIR:-/tmp}\" >&2; exit 125; "
-    "fi; done; set +C; ";
+    "fi; done; set +C; umask \"$u0\"; ";
 static const char code_write_fail[] =
     "|| { echo 'corral: cannot write the code to a file in /tmp' >&2; exit 125; }; ";
 

@@ -48,7 +48,7 @@ struct cgroup_handle {
 	/* v1: the run directory in each hierarchy (NULL: not used); v2: dir[0] only. */
 	char *dir[CTL_N];
 	int fd; /* v2: O_DIRECTORY fd of dir[0] for CLONE_INTO_CGROUP; else -1 */
-	char desc[64];
+	char desc[256];
 };
 
 /* Where our own cgroups are, as seen through this mount namespace. */
@@ -425,8 +425,18 @@ static int fail(struct corral_error *err, int e, const char *what, const char *p
  * remove them). When the shared parent holds more than a handful of children, remove the
  * empty ones whose supervisor (the pid in the name) is gone: rmdir refuses a populated one,
  * so a live run elsewhere is never touched. kernfs counts subdirectories in st_nlink, so
- * the check costs one stat. */
+ * the check costs one stat.
+ *
+ * The pid answers for this pid namespace only, and the parent can be shared with corral
+ * instances in other ones (root's host-wide corral/, a delegated subtree shared with
+ * containers): their runs look gone from here. A run directory is empty between its mkdir
+ * and the attach (or CLONE_INTO_CGROUP), and again between the run's end and the read of
+ * its OOM and pids events; removing it then would fail the run or lose that evidence. So
+ * only directories made (mtime) more than STALE_MIN_AGE_S ago are swept: a run that has
+ * just made its directory is never touched. The end of a run longer than that, in another
+ * pid namespace, is the window left (its OOM and pids evidence, not its limits). */
 #define STALE_SWEEP_AT 16
+#define STALE_MIN_AGE_S 300
 static void sweep_stale(const char *parent)
 {
 	struct stat st;
@@ -435,6 +445,8 @@ static void sweep_stale(const char *parent)
 	DIR *d = opendir(parent);
 	if (!d)
 		return;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
 	for (struct dirent *e; (e = readdir(d));) {
 		int pid = 0;
 		unsigned n = 0;
@@ -443,6 +455,10 @@ static void sweep_stale(const char *parent)
 		    pid == getpid())
 			continue;
 		if (kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		struct stat ds;
+		if (fstatat(dirfd(d), e->d_name, &ds, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(ds.st_mode) || ds.st_mtime > now.tv_sec - STALE_MIN_AGE_S)
 			continue;
 		char dir[PATH_MAX];
 		if (join(dir, parent, e->d_name) == 0)
@@ -708,10 +724,11 @@ int cgroup_pids_hit(struct cgroup_handle *cg)
 		return 0;
 	autofree char *max = read_at(d, "pids.max");
 	autofree char *peak = read_at(d, "pids.peak");
+	/* no limit of our own (--pids 0 with a memory limit): only a parent's can have refused */
+	if (max && !strncmp(max, "max", 3))
+		return 2;
 	if (!max || !peak) /* older kernels lack pids.peak: which limit refused is unknown */
 		return 3;
-	if (!strncmp(max, "max", 3))
-		return 2;
 	return strtoull(peak, NULL, 10) >= strtoull(max, NULL, 10) ? 1 : 2;
 }
 
@@ -815,6 +832,12 @@ int cgroup_kill_all(struct cgroup_handle *cg)
 const char *cgroup_describe(const struct cgroup_handle *cg)
 {
 	return cg ? cg->desc : "none";
+}
+
+void cgroup_note(struct cgroup_handle *cg, const char *note)
+{
+	size_t n = strlen(cg->desc);
+	snprintf(cg->desc + n, sizeof(cg->desc) - n, "%s", note);
 }
 
 /* rmdir fails with EBUSY for a moment after the last process has exited. */

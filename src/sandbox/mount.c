@@ -139,38 +139,76 @@ static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *n
 	return 0;
 }
 
-static int cmp_len(const void *a, const void *b)
+static bool under(const char *path, const char *dir)
 {
-	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
-	return la < lb ? -1 : la > lb;
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/' || (n == 1 && *dir == '/'));
 }
 
-/* The extra read and write trees, shallowest first so a deeper bind lands on top of the
- * shallower one that contains it. Write wins over read for the very same path. */
+struct tree {
+	const char *path;
+	int kind; /* 0: extra read-only, 1: extra read-write, 2: pin */
+};
+
+static int cmp_tree(const void *a, const void *b)
+{
+	const struct tree *x = a, *y = b;
+	size_t la = strlen(x->path), lb = strlen(y->path);
+	return la != lb ? (la < lb ? -1 : 1) : x->kind - y->kind;
+}
+
+/* The extra read and write trees and the pins, shallowest first so a deeper bind lands on
+ * top of the shallower one that contains it. Write wins over read for the very same path.
+ *
+ * The pins (the directories on the way to a protected path, bound read-write over
+ * themselves) are sorted in with the extra trees. Every bind clones the host's tree, which
+ * holds no pin: a write tree over a pinned directory (`--rw .`, a filesystem.write entry
+ * that contains the workspace or a submodule checkout) bound after the pins would hide them.
+ * (The rename of .git would then still fail, but only because the kernel refuses to rename
+ * a dentry that is a mount point anywhere in the namespace, hidden or not; the pins are not
+ * to depend on that.) A pin inside a read-only tree is left out: that
+ * tree is read-only already (and a read-write pin over it would undo that), and a pin at
+ * the very path of an extra tree is that tree's own mount point. */
 static int plan_extra(struct mount_plan *p, size_t *cap, const struct mount_request *req)
 {
-	size_t n = req->n_read + req->n_write;
+	size_t n = req->n_read + req->n_write + req->n_pin, m = 0;
 	if (!n)
 		return 0;
-	const char **all = calloc(n, sizeof(char *));
+	struct tree *all = calloc(n, sizeof(*all));
 	if (!all)
 		return -1;
-	for (size_t i = 0; i < req->n_read; i++)
-		all[i] = req->read[i];
-	for (size_t i = 0; i < req->n_write; i++)
-		all[req->n_read + i] = req->write[i];
-	qsort(all, n, sizeof(char *), cmp_len);
-	int r = 0;
-	for (size_t i = 0; i < n && r == 0; i++) {
-		bool writable = false, dup = false;
-		for (size_t k = 0; k < req->n_write; k++)
-			writable |= !strcmp(all[i], req->write[k]);
-		for (size_t k = 0; k < i; k++)
-			dup |= !strcmp(all[i], all[k]);
-		if (dup)
+	for (size_t i = 0; i < req->n_read + req->n_write; i++) {
+		const char *t = i < req->n_read ? req->read[i] : req->write[i - req->n_read];
+		int kind = i >= req->n_read;
+		size_t k = 0;
+		while (k < m && strcmp(all[k].path, t))
+			k++;
+		if (k < m) {
+			all[k].kind |= kind; /* write wins over read */
 			continue;
-		r = plan_add(p, cap, writable ? MOP_BIND_RW : MOP_BIND_RO, all[i], all[i], 0,
-		             writable ? LL_READ | LL_WRITE | LL_EXEC : LL_READ | LL_EXEC, 0);
+		}
+		all[m++] = (struct tree){t, kind};
+	}
+	size_t extras = m;
+	for (size_t i = 0; i < req->n_pin; i++) {
+		const struct tree *deepest = NULL;
+		for (size_t k = 0; k < extras; k++)
+			if (under(req->pin[i], all[k].path) &&
+			    (!deepest || strlen(all[k].path) > strlen(deepest->path)))
+				deepest = &all[k];
+		if (deepest && (deepest->kind == 0 || !strcmp(deepest->path, req->pin[i])))
+			continue;
+		all[m++] = (struct tree){req->pin[i], 2};
+	}
+	qsort(all, m, sizeof(*all), cmp_tree);
+	int r = 0;
+	for (size_t i = 0; i < m && r == 0; i++) {
+		if (all[i].kind == 2)
+			r = plan_add(p, cap, MOP_BIND_RW, all[i].path, all[i].path, 1, 0, 0);
+		else
+			r = plan_add(p, cap, all[i].kind ? MOP_BIND_RW : MOP_BIND_RO, all[i].path,
+			             all[i].path, 0,
+			             all[i].kind ? LL_READ | LL_WRITE | LL_EXEC : LL_READ | LL_EXEC, 0);
 		if (r == 0)
 			p->ops[p->n_ops - 1].no_symlinks = 1;
 	}
@@ -230,15 +268,10 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 	             req->workspace_ro ? LL_READ | LL_EXEC : LL_READ | LL_WRITE | LL_EXEC, 0) < 0)
 		goto oom;
 	plan->ops[plan->n_ops - 1].no_symlinks = 1;
-	/* The directories on the way to a protected path become mount points of their own
-	 * (read-write, as in the workspace), so renaming or removing them fails with EBUSY: a
-	 * renamed .git would carry the read-only mounts of its hooks and config away with it.
-	 * Before the extra trees, so that a read-only tree over one of them still wins. */
-	for (size_t i = 0; i < req->n_pin; i++) {
-		if (plan_add(plan, &cap, MOP_BIND_RW, req->pin[i], req->pin[i], 1, 0, 0) < 0)
-			goto oom;
-		plan->ops[plan->n_ops - 1].no_symlinks = 1;
-	}
+	/* The extra trees, and the directories on the way to a protected path as mount points
+	 * of their own (read-write, as in the workspace), so renaming or removing them fails with
+	 * EBUSY: a renamed .git would carry the read-only mounts of its hooks and config away
+	 * with it. */
 	if (plan_extra(plan, &cap, req) < 0)
 		goto oom;
 	/* Protected paths: read-only over themselves. Landlock does not mirror these (it cannot

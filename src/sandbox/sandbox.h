@@ -214,6 +214,8 @@ int cgroup_kill_all(struct cgroup_handle *cg);
 int cgroup_count_procs(struct cgroup_handle *cg);
 /* Parent: a short description ("v1 memory,pids" / "v2 memory,pids,cpu"). */
 const char *cgroup_describe(const struct cgroup_handle *cg);
+/* Parent: append a note to that description (what the cgroup does not enforce). */
+void cgroup_note(struct cgroup_handle *cg, const char *note);
 /* Parent: kill remaining processes, remove the directory, free. */
 void cgroup_destroy(struct cgroup_handle *cg);
 

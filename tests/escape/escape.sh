@@ -190,33 +190,70 @@ esc_bg_corral() { # OUT RUN-ARGS...
 # tests), whatever the case itself checks:
 #   before: a canary file in the host's /tmp (world-writable, in a world-writable directory,
 #           so only isolation protects it) and its sha256; one canary listener process (the
-#           probe's canary-listen) with a TCP socket on 127.0.0.1 (a free port) and an
-#           abstract unix socket (a unique name); the list of corral-* cgroups.
+#           probe's canary-listen) with TCP sockets on 127.0.0.1 and ::1 (one free port; ::1
+#           where the host has IPv6 loopback, ESC_EV_V6=1) and an abstract unix socket (a
+#           unique name); the list of corral-* cgroups.
 #   to the case: ESC_EV_FILE (the canary's path), ESC_EV_SECRET (its content), ESC_EV_PORT and
 #           ESC_EV_ABSTRACT (the listeners), for cases to aim at. The sandbox learns them only
 #           from the command line a case gives it (or --env NAME=VALUE, which both doors pass).
-#   after:  the canary's hash is unchanged and nothing new appeared next to it; both listeners
+#   after:  the canary's hash is unchanged and nothing new appeared next to it; the listeners
 #           accepted 0 connections; nothing the case started is still alive (the test's shell
 #           is made a child subreaper, so even a double-forked daemon stays its descendant and
-#           is found); no corral-* cgroup the case left behind still has members.
+#           is found; a listing that fails is a failed check, never "nothing"); no corral-*
+#           cgroup the case left behind still has members (found under each hierarchy's mount
+#           as /proc/self/mountinfo gives its root, as src/sandbox/cgroup.c does).
 # The first failing evidence is named ("host-side evidence: ..."); what the case started and
 # left alive is killed either way. Cost: about 30 ms a case (one exec, one static listener).
 ESC_EV_DIR=""
 
 # The directories where corral makes its per-run cgroups for this shell: <mount><our
-# cgroup>/corral in each hierarchy (v1) and in the unified tree (v2).
-esc_cgroup_parents() {
-	local id ctl path m
+# cgroup>/corral in each hierarchy (v1) and in the unified tree (v2). As src/sandbox/cgroup.c
+# finds them: each mount of a hierarchy from /proc/self/mountinfo, whose root (field 4) is
+# not "/" where only a subtree is mounted (a container without a cgroup namespace: our path
+# /docker/<id>/x is <mount>/x there, or not visible at all).
+esc_cgroup_ours() { # -> "CONTROLLERS|DIR" for each hierarchy ("" for v2): our cgroup's dir
+	local id ctl path mid par dev root mnt rest fstype src super c ok sub
+	local -a own=()
 	while IFS=: read -r id ctl path; do
-		if [ -z "$ctl" ]; then
-			for m in /sys/fs/cgroup/unified /sys/fs/cgroup; do
-				[ -d "$m${path%/}/corral" ] && echo "$m${path%/}/corral"
-			done
-		else
-			m=/sys/fs/cgroup/${ctl#name=}
-			[ -d "$m${path%/}/corral" ] && echo "$m${path%/}/corral"
-		fi
-	done </proc/self/cgroup 2>/dev/null | sort -u
+		case $path in /.. | /../*) continue ;; esac # outside our cgroup namespace
+		own+=("$ctl:$path")
+	done </proc/self/cgroup 2>/dev/null
+	while read -r mid par dev root mnt rest; do
+		[[ $rest == *" - "* ]] || continue
+		read -r fstype src super <<<"${rest#* - }"
+		[ "$fstype" = cgroup ] || [ "$fstype" = cgroup2 ] || continue
+		root=${root//\\040/ } mnt=${mnt//\\040/ }
+		for c in "${own[@]}"; do
+			ctl=${c%%:*} path=${c#*:}
+			if [ "$fstype" = cgroup2 ]; then
+				[ -z "$ctl" ] || continue
+			else
+				[ -n "$ctl" ] || continue
+				ok=1
+				for sub in ${ctl//,/ }; do
+					[[ ,$super, == *",$sub,"* ]] || ok=""
+				done
+				[ -n "$ok" ] || continue
+			fi
+			if [ "$root" = / ]; then
+				sub=${path%/}
+			elif [ "$path" = "$root" ] || [[ $path == "$root"/* ]]; then
+				sub=${path#"$root"}
+				sub=${sub%/}
+			else
+				continue # our cgroup is not under what this mount shows
+			fi
+			[ -d "$mnt$sub" ] && echo "$ctl|$mnt$sub"
+		done
+	done </proc/self/mountinfo 2>/dev/null
+	return 0
+}
+
+esc_cgroup_parents() {
+	local ctl dir
+	while IFS='|' read -r ctl dir; do
+		[ -d "$dir/corral" ] && echo "$dir/corral"
+	done < <(esc_cgroup_ours) | sort -u
 	return 0
 }
 
@@ -245,7 +282,7 @@ esc_ev_before() {
 		kill -0 "$ESC_EV_LPID" 2>/dev/null || break
 		sleep 0.01
 	done
-	read -r ESC_EV_PORT ESC_EV_ABSTRACT <"$ESC_EV_DIR/.l/addr" 2>/dev/null ||
+	read -r ESC_EV_PORT ESC_EV_ABSTRACT ESC_EV_V6 <"$ESC_EV_DIR/.l/addr" 2>/dev/null ||
 		fail "host-side evidence: the canary listener did not start"
 	ESC_EV_CGROUPS=$(esc_cgroup_runs | LC_ALL=C sort)
 	export ESC_EV_FILE ESC_EV_SECRET ESC_EV_PORT ESC_EV_ABSTRACT
@@ -258,7 +295,7 @@ esc_ev_after() {
 	counts=$(cat "$ESC_EV_DIR/.l/counts" 2>/dev/null)
 	if [[ $counts =~ ^tcp=([0-9]+)\ abstract=([0-9]+)$ ]]; then
 		tcp=${BASH_REMATCH[1]} abs=${BASH_REMATCH[2]}
-		[ "$tcp" = 0 ] || echo "host-side evidence: the TCP canary on 127.0.0.1:$ESC_EV_PORT accepted $tcp connection(s)"
+		[ "$tcp" = 0 ] || echo "host-side evidence: the TCP canary on 127.0.0.1$([ "${ESC_EV_V6:-0}" = 1 ] && echo ' and [::1]'):$ESC_EV_PORT accepted $tcp connection(s)"
 		[ "$abs" = 0 ] || echo "host-side evidence: the abstract unix canary @$ESC_EV_ABSTRACT accepted $abs connection(s)"
 	else
 		echo "host-side evidence: the canary listener died during the case (no counts: '$counts')"
@@ -274,9 +311,18 @@ esc_ev_after() {
 		[ "$f" = "$ESC_EV_FILE" ] || [ "$f" = "$ESC_EV_DIR/.l" ] || extra="$extra ${f##*/}"
 	done
 	[ -z "$extra" ] || echo "host-side evidence: new files next to the canary in $ESC_EV_DIR:$extra"
-	# survivors: everything the case started is a descendant of this shell (a subreaper)
+	# survivors: everything the case started is a descendant of this shell (a subreaper). A
+	# listing that fails proves nothing: that is a failed piece of evidence, not "none".
+	local drc=0 derr=""
 	for i in $(seq 1 30); do
-		live=$("$PROBE" descendants $$ 2>/dev/null)
+		live=$("$PROBE" descendants $$ 2>"$ESC_EV_DIR/.l/descendants.err")
+		drc=$?
+		if [ $drc -ne 0 ]; then
+			derr=$(head -c 200 "$ESC_EV_DIR/.l/descendants.err" | tr '\n' ' ')
+			echo "host-side evidence: cannot list the processes the case started (probe descendants exited $drc: $derr${live:+ $(head -c 100 <<<"$live")})"
+			live=""
+			break
+		fi
 		[ -z "$live" ] && break
 		sleep 0.1
 	done
@@ -369,14 +415,12 @@ esc_register() {
 # and as root a corral-* cgroup with a member) is failed with each one named, and what it left
 # running is killed. Control: an empty case passes the same wrapper.
 test_escape_evidence_wrapper_catches_leaks() {
-	local m out rc cgp="" cgnew="" made_parent="" id ctl path evdir
+	local m out rc cgp="" cgnew="" made_parent="" evdir
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
-	if is_root; then
-		while IFS=: read -r id ctl path; do
-			[ "$ctl" = pids ] && [ -d "/sys/fs/cgroup/pids${path%/}" ] && cgp=/sys/fs/cgroup/pids${path%/}/corral
-			[ -z "$ctl" ] && [ -f /sys/fs/cgroup/cgroup.controllers ] && cgp=/sys/fs/cgroup${path%/}/corral
-		done </proc/self/cgroup
+	if is_root; then # where corral makes its cgroups: the pids hierarchy, else the v2 tree
+		cgp=$(esc_cgroup_ours | sed -n 's/^pids|\(.*\)$/\1\/corral/p' | head -1)
+		[ -n "$cgp" ] || cgp=$(esc_cgroup_ours | sed -n 's/^|\(.*\)$/\1\/corral/p' | head -1)
 	fi
 	if [ -n "$cgp" ]; then
 		[ -d "$cgp" ] || made_parent=1
@@ -385,6 +429,7 @@ test_escape_evidence_wrapper_catches_leaks() {
 	fi
 	local bad="esc_bad_case() {
 		\"\$PROBE\" connect-tcp 127.0.0.1 \"\$ESC_EV_PORT\"
+		[ \"\$ESC_EV_V6\" != 1 ] || \"\$PROBE\" connect-tcp ::1 \"\$ESC_EV_PORT\"
 		\"\$PROBE\" connect-abstract \"\$ESC_EV_ABSTRACT\"
 		echo tampered >>\"\$ESC_EV_FILE\"
 		touch \"\${ESC_EV_FILE%/*}/planted\"
@@ -402,7 +447,12 @@ test_escape_evidence_wrapper_catches_leaks() {
 	out=$("$PROBE" subreaper bash -c "$run esc_bad_case" 2>&1)
 	rc=$?
 	[ $rc -ne 0 ] || fail "the wrapper passed a case that left evidence: $out"
-	assert_contains "$out" "host-side evidence: the TCP canary on 127.0.0.1:"
+	if grep -q ' lo$' /proc/net/if_inet6 2>/dev/null; then # IPv6 loopback: ::1 is watched too
+		assert_contains "$out" "host-side evidence: the TCP canary on 127.0.0.1 and [::1]:"
+		assert_contains "$out" "accepted 2 connection(s)"
+	else
+		assert_contains "$out" "host-side evidence: the TCP canary on 127.0.0.1:"
+	fi
 	assert_contains "$out" "host-side evidence: the abstract unix canary @corral-ev-"
 	assert_contains "$out" "host-side evidence: the canary file /tmp/corral-ev."
 	assert_contains "$out" "new files next to the canary in /tmp/corral-ev."
@@ -414,6 +464,15 @@ test_escape_evidence_wrapper_catches_leaks() {
 	evdir=$(grep -o '/tmp/corral-ev\.[A-Za-z0-9]*' <<<"$out" | head -1)
 	[ ! -e "$evdir" ] || fail "the wrapper left its canary directory $evdir"
 	assert_no_survivor "$m"
+	# a process listing that fails (hidepid, a broken probe) fails the case: an empty case,
+	# with a probe whose descendants fails
+	printf '#!/bin/sh\n[ "$1" = descendants ] && { echo errno=EACCES; exit 1; }\nexec "%s" "$@"\n' \
+		"$PROBE" >"$WS/probe-nolist"
+	chmod 0755 "$WS/probe-nolist"
+	out=$(PROBE="$WS/probe-nolist" "$PROBE" subreaper bash -c "$run esc_good_case" 2>&1)
+	rc=$?
+	[ $rc -ne 0 ] || fail "the wrapper passed a case whose process listing failed: $out"
+	assert_contains "$out" "host-side evidence: cannot list the processes the case started (probe descendants exited 1"
 }
 
 # Wait until a pid is gone (at most N tenths of a second).

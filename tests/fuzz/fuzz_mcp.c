@@ -20,11 +20,17 @@
  *
  * Invariants:
  * - nothing is launched (the seam is hit instead), nothing crashes, leaks or trips UBSan;
+ * - each time the seam is hit, exactly one response says so (it carries the seam's message,
+ *   which names a nonce drawn anew for each input, so that no input can echo it);
  * - every line the server writes to stdout is one JSON-RPC 2.0 message in strict UTF-8 with
- *   no NUL: a response with an id and exactly one of result and error (a known error code
- *   and a message), or a notifications/progress with a token and a number;
- * - a response's id is null or the id of a line the client sent, and no id is answered more
- *   often than it was sent;
+ *   no raw NUL byte (an escaped "\u0000" in a string is valid JSON: an id or a progress token
+ *   the client sent with one is echoed so): a response with an id and exactly one of result
+ *   and error (a known error code and a message), or a notifications/progress with a token
+ *   and a number;
+ * - a response's id is null or the id of a request the client sent (a line with an id that
+ *   is not a response), and every such id is answered exactly as often as it was sent, except
+ *   an id that a notifications/cancelled named or that was still in flight at shutdown
+ *   (those may go unanswered, but are never answered more often than sent);
  * - a tools/call result is a CallToolResult: content (text items), isError; its
  *   structuredContent (only from 2025-06-18) is an object with every key its tool's
  *   outputSchema requires;
@@ -43,6 +49,7 @@
 #include <stdio.h>
 
 static unsigned long launches; /* the seam was reached */
+static char launch_nonce[40];  /* in the seam's message; new for each input */
 
 static int mcp_no_launch(struct corral_error *err)
 {
@@ -51,7 +58,7 @@ static int mcp_no_launch(struct corral_error *err)
 	err->sys_errno = EAGAIN;
 	snprintf(err->step, sizeof(err->step), "spawn");
 	snprintf(err->message, sizeof(err->message),
-	         "spawn: fuzz build: no sandbox is started (MCP_NO_LAUNCH)");
+	         "spawn: fuzz build: no sandbox is started (MCP_NO_LAUNCH %s)", launch_nonce);
 	return -1;
 }
 
@@ -62,6 +69,7 @@ static int mcp_no_launch(struct corral_error *err)
 #include "fuzz_util.h"
 
 #include <ftw.h>
+#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -148,10 +156,50 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 /* ---- what the client sent ---------------------------------------------------------------- */
 
 struct sent {
-	char **ids; /* compact JSON of each id a line carried */
+	char **ids; /* compact JSON of the id of each request line (any line with an id that
+	               is not a response: the server answers each, valid or not) */
 	char **tool; /* the tool of a tools/call with that id, or NULL */
 	size_t n, cap;
+	struct idset {
+		char **v;
+		size_t n, cap;
+	} cancelled, /* ids that a notifications/cancelled named */
+	    in_flight; /* ids of the calls still live when the server shut down */
 };
+
+static char *id_dump(const json_t *id)
+{
+	char *d = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (!d)
+		abort();
+	return d;
+}
+
+static void idset_add(struct idset *set, const json_t *id)
+{
+	if (set->n == set->cap) {
+		set->cap = set->cap ? 2 * set->cap : 8;
+		set->v = realloc(set->v, set->cap * sizeof(char *));
+		if (!set->v)
+			abort();
+	}
+	set->v[set->n++] = id_dump(id);
+}
+
+static bool idset_has(const struct idset *set, const char *d)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (!strcmp(set->v[i], d))
+			return true;
+	return false;
+}
+
+static void idset_free(struct idset *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		free(set->v[i]);
+	free(set->v);
+}
 
 static void sent_add(struct sent *t, const json_t *id, const char *tool)
 {
@@ -162,10 +210,8 @@ static void sent_add(struct sent *t, const json_t *id, const char *tool)
 		if (!t->ids || !t->tool)
 			abort();
 	}
-	t->ids[t->n] = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+	t->ids[t->n] = id_dump(id);
 	t->tool[t->n] = tool ? strdup(tool) : NULL;
-	if (!t->ids[t->n])
-		abort();
 	t->n++;
 }
 
@@ -177,9 +223,13 @@ static void sent_free(struct sent *t)
 	}
 	free(t->ids);
 	free(t->tool);
+	idset_free(&t->cancelled);
+	idset_free(&t->in_flight);
 }
 
-/* The lines of the stream as the server frames them (any line the parser finds an id in). */
+/* The lines of the stream as the server frames them, parsed as the server parses them
+ * (jr_parse: JSON_ALLOW_NUL, so an id "\u0000" is an id here as there): each request line
+ * with an id, and the ids that cancellations name. */
 static void collect_line(void *ud, enum jr_frame_kind kind, const char *line, size_t len)
 {
 	struct sent *t = ud;
@@ -187,11 +237,16 @@ static void collect_line(void *ud, enum jr_frame_kind kind, const char *line, si
 		return;
 	struct jr_msg m;
 	jr_parse(line, len, &m);
-	if (m.id) {
+	if (m.id && m.kind != JR_RESPONSE) {
 		const char *tool = NULL;
 		if (m.kind == JR_REQUEST && !strcmp(m.method, "tools/call"))
 			tool = json_string_value(json_object_get(m.params, "name"));
 		sent_add(t, m.id, tool);
+	}
+	if (m.kind == JR_NOTIFICATION && !strcmp(m.method, "notifications/cancelled")) {
+		json_t *target = json_object_get(m.params, "requestId");
+		if (jr_id_valid(target))
+			idset_add(&t->cancelled, target);
 	}
 	jr_msg_free(&m);
 }
@@ -239,18 +294,25 @@ static void check_tool_result(const json_t *r, const char *tool, const char *ver
 	json_decref(schema);
 }
 
-static void check_output(const char *out, size_t len, struct sent *t, const char *version)
+/* all_in: the server took every line (it did not stop early), so every request that was not
+ * cancelled and not in flight at shutdown must have its answer. Returns the responses that
+ * carry the launch seam's message. */
+static unsigned long check_output(const char *out, size_t len, struct sent *t,
+                                  const char *version, bool all_in)
 {
+	unsigned long seam_answers = 0;
 	size_t *answered = calloc(t->n + 1, sizeof(size_t));
 	if (!answered)
 		abort();
 	const char *p = out, *end = out + len;
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		FZ_CHECK(nl);                             /* whole lines only */
-		FZ_CHECK(!memchr(p, '\0', (size_t)(nl - p))); /* no NUL */
+		FZ_CHECK(nl);                                 /* whole lines only */
+		FZ_CHECK(!memchr(p, '\0', (size_t)(nl - p))); /* no raw NUL byte */
 		json_error_t e;
-		json_t *m = json_loadb(p, (size_t)(nl - p), 0, &e); /* strict UTF-8 */
+		/* strict UTF-8 (jansson checks it always); ALLOW_NUL as the server parses: a
+		 * string id or progress token "\u0000" is valid JSON and echoed as sent */
+		json_t *m = json_loadb(p, (size_t)(nl - p), JSON_ALLOW_NUL, &e);
 		FZ_CHECK(json_is_object(m));
 		const char *v = json_string_value(json_object_get(m, "jsonrpc"));
 		FZ_CHECK(v && !strcmp(v, "2.0"));
@@ -271,10 +333,12 @@ static void check_output(const char *out, size_t len, struct sent *t, const char
 				         known_code(json_integer_value(json_object_get(error, "code"))));
 				FZ_CHECK(json_is_string(json_object_get(error, "message")));
 			}
+			if (memmem(p, (size_t)(nl - p), launch_nonce, strlen(launch_nonce)))
+				seam_answers++;
 			if (!json_is_null(id)) {
-				char *d = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+				char *d = id_dump(id);
 				size_t sent = 0, first = t->n;
-				for (size_t i = 0; d && i < t->n; i++)
+				for (size_t i = 0; i < t->n; i++)
 					if (!strcmp(t->ids[i], d)) {
 						sent++;
 						if (first == t->n)
@@ -293,7 +357,22 @@ static void check_output(const char *out, size_t len, struct sent *t, const char
 		json_decref(m);
 		p = nl + 1;
 	}
+	/* exactly once: every request id answered as often as it was sent */
+	for (size_t i = 0; all_in && i < t->n; i++) {
+		size_t first = i;
+		for (size_t k = 0; k < i && first == i; k++)
+			if (!strcmp(t->ids[k], t->ids[i]))
+				first = k;
+		if (first != i || idset_has(&t->cancelled, t->ids[i]) ||
+		    idset_has(&t->in_flight, t->ids[i]))
+			continue;
+		size_t sent = 0;
+		for (size_t k = i; k < t->n; k++)
+			sent += !strcmp(t->ids[k], t->ids[i]);
+		FZ_CHECK(answered[i] == sent);
+	}
 	free(answered);
+	return seam_answers;
 }
 
 /* ---- one session --------------------------------------------------------------------------- */
@@ -329,6 +408,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sigset_t old;
 	sigemptyset(&old);
 	unsigned long launched_before = launches;
+	unsigned char nb[8];
+	if (getrandom(nb, sizeof(nb), 0) != (ssize_t)sizeof(nb))
+		abort();
+	snprintf(launch_nonce, sizeof(launch_nonce), "nonce-%02x%02x%02x%02x%02x%02x%02x%02x",
+	         nb[0], nb[1], nb[2], nb[3], nb[4], nb[5], nb[6], nb[7]);
 	if (setup(&s, o, in_fd, out_fd, &old) < 0)
 		abort();
 	FZ_CHECK(!s.in_pollable && !s.out_pollable);
@@ -348,15 +432,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		update_progress_timer(&s);
 	}
+	bool all_in = !s.stop; /* the server took every line */
 	if (!s.stop)
 		jr_framer_eof(&s.framer, on_frame, &s);
+	all_in = all_in && !s.stop;
 	s.stop = true;
 	const char *version = s.version;
+	for (struct call *c = s.calls; c; c = c->next)
+		idset_add(&t.in_flight, c->id);
 	shutdown_all(&s);
 	FZ_CHECK(!s.calls && !s.q_head && s.n_queued == 0 && !s.done);
 	audit_stop(&s);
 	teardown(&s, &old);
-	FZ_CHECK(launches >= launched_before);
 
 	/* what reached stdout */
 	off_t len = lseek(out_fd, 0, SEEK_END);
@@ -364,7 +451,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *out = malloc((size_t)len + 1);
 	if (!out || pread(out_fd, out, (size_t)len, 0) != len)
 		abort();
-	check_output(out, (size_t)len, &t, version);
+	/* each launch the seam refused was answered once, with its message */
+	FZ_CHECK(check_output(out, (size_t)len, &t, version, all_in) == launches - launched_before);
 	free(out);
 	if (ftruncate(out_fd, 0) < 0 || lseek(out_fd, 0, SEEK_SET) < 0)
 		abort();

@@ -397,6 +397,56 @@ assert s.close() == 0
 PY
 }
 
+# run_code's code file: an unpredictable name (not the shell's pid and a counter, which a
+# local user could pre-create as a FIFO in a shared /tmp), created 0600 in TMPDIR; and the
+# umask the wrapper uses for it does not leak into the program. In --mode none with TMPDIR
+# naming a directory of the test (the shared-/tmp case), then in the default mode. Judged on
+# the host: the names the programs saw, the file in TMPDIR, and the modes of what they
+# created in the workspace under the server's umask 022.
+test_mcp_run_code_file_unpredictable_and_umask() {
+	[ -x /usr/bin/python3 ] || skip "python3 is not installed in /usr/bin"
+	mkdir -p "$WS/codetmp"
+	(umask 022 && mcp_py) <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, re, mcp_client as M
+ws = os.environ["WS"]
+tmpd = os.path.join(ws, "codetmp")
+uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+py = ("import os, stat\nprint(__file__, oct(stat.S_IMODE(os.stat(__file__).st_mode)), os.getpid())\n"
+      "open('um-%s-py.txt', 'w').write('x')\nos.makedirs('um-%s-dir', exist_ok=True)\n")
+for mode, extra, env in (("none", ["--mode", "none", "--allow-env", "TMPDIR"], {"TMPDIR": tmpd}),
+                         ("default", [], {})):
+    s = M.Server(M.corral_argv(["-w", ws, "--audit", "off"] + extra))
+    s.initialize()
+    names = []
+    for i in range(2):
+        args = {"language": "python", "code": py % (mode, mode)}
+        if env:
+            args["env"] = env
+        r = s.call("run_code", args)
+        out = r["structuredContent"]["stdout"].split()
+        assert not r["isError"] and len(out) == 3, M.text_of(r)
+        name, fmode, pid = out
+        where = tmpd if env else "/tmp"
+        assert re.fullmatch(re.escape(where) + r"/corral-code\." + uuid, name), (mode, name)
+        assert fmode == "0o600", (mode, name, fmode)
+        if env:
+            assert os.path.isfile(name), name  # the host sees it where TMPDIR said
+        names.append(name)
+    assert names[0] != names[1], names
+    r = s.call("run_code", dict({"language": "sh", "code": "echo \"$0\"; echo x > um-%s-sh.txt" % mode}, **({"env": env} if env else {})))
+    assert not r["isError"] and re.search(r"/corral-code\." + uuid + "$", r["structuredContent"]["stdout"].strip()), M.text_of(r)
+    assert s.close() == 0
+PY
+	for m in none default; do
+		for f in "um-$m-py.txt" "um-$m-sh.txt"; do
+			[ "$(stat -c %a "$WS/$f" 2>&1)" = 644 ] ||
+				fail "mode $m: $f has mode $(stat -c %a "$WS/$f" 2>&1), want 644 (the server's umask 022 leaked as 077?)"
+		done
+		[ "$(stat -c %a "$WS/um-$m-dir" 2>&1)" = 755 ] ||
+			fail "mode $m: um-$m-dir has mode $(stat -c %a "$WS/um-$m-dir" 2>&1), want 755"
+	done
+}
+
 test_mcp_concurrent_calls_overlap_and_ids() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, time, mcp_client as M

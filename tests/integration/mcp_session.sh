@@ -432,6 +432,97 @@ assert v.returncode == 0, v.stdout + v.stderr
 PY
 }
 
+# shell_close of a busy session: the command it was running is on the record (a session_cmd
+# row, cancelled, what is not known null), and the session's running job is recorded as
+# cancelled, not as a job that just ended. The host sees none of their processes afterwards.
+test_mcp_session_audit_close_busy() {
+	MARK="corral-closebusy-$RANDOM$RANDOM" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+db = ws + "/audit.db"
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db]))
+s.initialize()
+sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
+job = s.call("job_start", {"session": sid, "command": "bash -c 'exec -a %s-j sleep 300'" % mark})["structuredContent"]["job"]
+cmd = "bash -c 'exec -a %s-c sleep 300'" % mark
+pending = s.call_async("shell_exec", {"session": sid, "command": cmd})
+for _ in range(100):
+    if all(subprocess.run(["pgrep", "-f", mark + suf], capture_output=True).returncode == 0 for suf in ("-j", "-c")):
+        break
+    time.sleep(0.05)
+else:
+    raise AssertionError("the session's command and job did not start")
+c = s.call("shell_close", {"session": sid})["structuredContent"]
+assert c["closed"] == sid and c["was_busy"], c
+r = s.response(pending)["result"]
+assert r["isError"] and "closed while the command ran" in M.text_of(r), r
+for _ in range(100):
+    if not s.call("job_output", {"job": job})["structuredContent"]["running"]:
+        break
+    time.sleep(0.05)
+else:
+    raise AssertionError("the session's job outlived shell_close")
+assert subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1, "a process survived shell_close"
+assert s.close() == 0
+out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+rows = [json.loads(l) for l in out.splitlines()]
+ex = {r["id"]: r for r in rows if r["type"] == "execution"}
+def events(i):
+    return sorted(r["kind"] for r in rows if r["type"] == "event" and r["execution_id"] == i)
+cut = [r for r in ex.values() if r["kind"] == "session_cmd" and r["command"] == cmd]
+assert len(cut) == 1, [r for r in ex.values() if r["kind"] == "session_cmd"]
+assert cut[0]["parent"] == sid and events(cut[0]["id"]) == ["cancelled"], (cut, events(cut[0]["id"]))
+assert cut[0]["user_ms"] is None and cut[0]["isolation"] is None and cut[0]["exit_code"] is None, cut
+j = ex[job]
+assert j["kind"] == "job" and j["parent"] == sid and j["exit_code"] is None, j
+assert events(job) == ["cancelled"], (j, events(job))
+PY
+}
+
+# The server's exit records every run it killed, also when closing sessions has used up the
+# reap budget: here eleven busy sessions whose commands ignore SIGHUP take about 100 ms each
+# to close (over a second in all), and a run_command and a run_pipeline were running. Each
+# has its mcp_call row, cancelled (with its result, or cut off: what is not known null).
+test_mcp_shutdown_audits_runs_after_slow_sessions() {
+	MARK="corral-slowexit-$RANDOM$RANDOM" mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import json, os, subprocess, time, mcp_client as M
+ws, mark = os.environ["WS"], os.environ["MARK"]
+db = ws + "/audit.db"
+s = M.Server(M.corral_argv(["-w", ws, "--audit", db, "--max-sessions", "11", "--max-concurrent", "16"]))
+s.initialize()
+for i in range(11):
+    s.call_async("shell_exec", {"command": "trap '' HUP; exec -a %s-s%d sleep 300" % (mark, i)})
+run = "bash -c 'exec -a %s-r sleep 300'" % mark
+s.call_async("run_command", {"command": run})
+s.call_async("run_pipeline", {"stages": [["bash", "-c", "exec -a %s-p sleep 300" % mark], ["cat"]]})
+for _ in range(200):
+    n = len(subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split())
+    if n >= 13:
+        break
+    time.sleep(0.05)
+else:
+    raise AssertionError("not everything started: %d processes" % n)
+t0 = time.monotonic()
+assert s.close() == 0
+took = time.monotonic() - t0
+assert took < 10, took   # bounded: session closes, one reap budget, the flush
+assert subprocess.run(["pgrep", "-f", mark]).returncode == 1, "a process survived the exit"
+out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
+rows = [json.loads(l) for l in out.splitlines()]
+ex = {r["id"]: r for r in rows if r["type"] == "execution"}
+def events(i):
+    return sorted(r["kind"] for r in rows if r["type"] == "event" and r["execution_id"] == i)
+cmds = [r for r in ex.values() if r["kind"] == "session_cmd"]
+assert len(cmds) == 11 and all(events(r["id"]) == ["cancelled"] for r in cmds), cmds
+runs = [r for r in ex.values() if r["kind"] == "mcp_call" and r["command"] == run]
+assert len(runs) == 1 and events(runs[0]["id"]) == ["cancelled"], (runs, took)
+pipe = [r for r in ex.values() if r["kind"] == "mcp_call" and mark + "-p" in r["command"]]
+assert len(pipe) == 1 and "cancelled" in events(pipe[0]["id"]), (pipe, took)
+v = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "verify"], capture_output=True, text=True)
+assert v.returncode == 0, v.stdout + v.stderr
+PY
+}
+
 # Regressions from review: a session's commands can signal its jobs (one Landlock domain);
 # job_kill takes what the job left in its process group; a job past --job-timeout is
 # stopped once (no spin); running jobs keep a session from idle expiry; a command refused

@@ -164,6 +164,146 @@ test_policy_protected_git_commondir() {
 	rm -f "$MARK"
 }
 
+test_policy_protected_git_commondir_no_follow() {
+	# Without a mount namespace (--mode auto on a host without user namespaces) the sandbox
+	# can swap .git for a symlink to another repository's git directory. Removing a
+	# commondir it planted must never follow that symlink: the other repository's linked
+	# worktree keeps its own commondir (review 1, finding 1).
+	command -v git >/dev/null || skip "needs git on the host"
+	local other="$WS.other"
+	rm -rf "$other" "$WS.feat"
+	host_git init -q "$WS"
+	host_git init -q "$other"
+	host_git -C "$other" -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
+	host_git -C "$other" worktree add -q "$WS.feat" 2>/dev/null || fail "git worktree add failed"
+	local victim="$other/.git/worktrees/$(basename "$WS.feat")/commondir"
+	[ -f "$victim" ] || skip "this git makes no commondir in a linked worktree's git directory"
+	local before out
+	before=$(sha256sum "$victim")
+	out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --mode auto --json \
+		-c "mv .git .git.real && ln -s $(dirname "$victim") .git && echo swapped" 2>&1)
+	assert_eq "$(jget isolation.mountns.applied <<<"$out")" false
+	assert_eq "$(jget stdout <<<"$out")" swapped
+	assert_eq "$(sha256sum "$victim" 2>&1)" "$before" "the other repository's commondir was touched"
+	rm -f "$WS/.git"
+	mv "$WS/.git.real" "$WS/.git"
+	# the watch itself still works there: a commondir planted in place is removed
+	out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --mode auto --json -c 'echo . > .git/commondir')
+	[ ! -e "$WS/.git/commondir" ] || fail "a commondir planted without a mount namespace stayed"
+	host_git -C "$other" worktree list >/dev/null 2>&1 || fail "the other repository was broken"
+	rm -rf "$other" "$WS.feat"
+}
+
+test_policy_protected_git_worktrees() {
+	# A linked worktree's git directory (.git/worktrees/<id>) lies inside the workspace, and
+	# a host git in the checkout (which can be outside the workspace) follows its commondir
+	# and reads its config.worktree: those are read-only, and a config.worktree the sandbox
+	# creates is removed (review 1, finding 2).
+	command -v git >/dev/null || skip "needs git on the host"
+	local wt="$WS.feat" MARK="$WS.marker"
+	rm -rf "$wt" "$MARK"
+	host_git init -q "$WS"
+	host_git -C "$WS" config extensions.worktreeConfig true
+	host_git -C "$WS" -c user.name=t -c user.email=t@t commit -q --allow-empty -m x
+	host_git -C "$WS" worktree add -q "$wt" 2>/dev/null || fail "git worktree add failed"
+	local adm="$WS/.git/worktrees/$(basename "$wt")" f before
+	[ -f "$adm/commondir" ] || skip "this git makes no commondir in a linked worktree's git directory"
+	printf '[user]\n\tname = t\n' >"$adm/config.worktree"
+	before=$(cd "$adm" && sha256sum commondir gitdir config.worktree)
+	cr -c "export MARK=$MARK; mkdir -p evil/objects evil/refs evil/hooks; echo 'ref: refs/heads/master' > evil/HEAD;
+		$PLANT > evil/config; a=.git/worktrees/$(basename "$wt");
+		echo $WS/evil > \$a/commondir; $PLANT >> \$a/config.worktree; echo /tmp/x/.git > \$a/gitdir;
+		$PLANT > .git/config.worktree; rm -f \$a/commondir; mv \$a .git/worktrees/moved;
+		mv .git/worktrees .git/wt2; echo" 2>/dev/null
+	assert_eq "$(cd "$adm" && sha256sum commondir gitdir config.worktree 2>&1)" "$before" \
+		"the worktree's commondir, gitdir or config.worktree changed"
+	[ ! -e "$WS/.git/config.worktree" ] || fail "a .git/config.worktree planted by the sandbox is still there"
+	[ ! -e "$WS/.git/wt2" ] && [ ! -e "$WS/.git/worktrees/moved" ] || fail "the worktrees directory was renamed"
+	host_git -C "$wt" status >/dev/null 2>&1 || fail "the linked worktree was broken"
+	host_git -C "$WS" status >/dev/null 2>&1 || fail "the main worktree was broken"
+	[ ! -e "$MARK" ] || fail "the host ran a command planted by the sandbox"
+	# what the query says agrees with what is enforced
+	"$CORRAL" policy check -w "$WS" --write ".git/worktrees/$(basename "$wt")/commondir" >/dev/null
+	assert_eq $? 1 "policy check --write on the worktree's commondir"
+	rm -rf "$wt" "$MARK"
+}
+
+test_policy_protected_pins_under_write_tree() {
+	# A read-write extra tree that contains the workspace (--rw ., a filesystem.write entry)
+	# is a fresh clone of the host's tree: mounted after the pins it would hide them, and
+	# `mv .git .gitold` would carry the read-only mounts away again (review 1, finding 3).
+	mkdir -p "$WS/.git/hooks"
+	printf '[core]\n' >"$WS/.git/config"
+	local before args out p="$WS.p.json"
+	before=$(git_trust_state "$WS/.git")
+	echo '{"filesystem": {"write": ["."]}}' >"$p"
+	for args in "--rw ." "--rw $WS" "--profile $p"; do
+		# shellcheck disable=SC2086
+		cr $args -c "mv .git .gitold; cp -r .gitold .git; echo '[alias] x = !evil' >> .git/config;
+			echo evil > .git/hooks/post-checkout; echo" 2>/dev/null
+		assert_eq "$(git_trust_state "$WS/.git")" "$before" "git's config or hooks changed with $args"
+		[ ! -e "$WS/.gitold" ] || fail ".git was renamed with $args: $(ls -A "$WS")"
+		# shellcheck disable=SC2086
+		cr $args -c 'echo x > made' 2>/dev/null
+		assert_eq "$(cat "$WS/made" 2>/dev/null)" x "control: the tree is writable with $args"
+		rm -f "$WS/made"
+		# and the pin is the mount on top at .git, not hidden beneath the write tree (the
+		# kernel's EBUSY for a dentry mounted on anywhere in the namespace backs the rename
+		# refusal either way; the layering must not depend on it)
+		# shellcheck disable=SC2086
+		out=$(cr $args -- cat /proc/self/mountinfo 2>/dev/null | awk -v ws="$WS" \
+			'$5 == ws { w = NR } $5 == ws "/.git" { g = NR } END { print (g > w ? "pin on top" : "pin hidden") }')
+		assert_eq "$out" "pin on top" "mount order with $args"
+	done
+	# a read-only tree over the workspace keeps it read-only: no pin makes .git writable again
+	cr --ro . -c 'echo x > .git/x; echo y > y' 2>/dev/null
+	[ ! -e "$WS/.git/x" ] && [ ! -e "$WS/y" ] || fail "wrote under a read-only tree over the workspace"
+	rm -f "$p"
+}
+
+test_policy_protected_git_modules_symlink() {
+	# .git/modules is writable when it did not exist at the start. A symlink there must not
+	# send the next run's submodule walk over the host (slow, and its error messages named
+	# what it found there), review 1, finding 5.
+	mkdir -p "$WS/.git/hooks"
+	printf '[core]\n' >"$WS/.git/config"
+	ln -s / "$WS/.git/modules"
+	local t0 ms out host="$WS.host"
+	t0=$(date +%s%N)
+	out=$(cr -- echo fine 2>&1)
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	assert_eq "$out" fine
+	[ "$ms" -lt 2000 ] || fail "a run with .git/modules -> / took $ms ms"
+	# a host directory holding a git directory: nothing about it reaches the caller
+	rm -rf "$host"
+	mkdir -p "$host/secret-proj-$$"
+	echo 'ref: refs/heads/master' >"$host/secret-proj-$$/HEAD"
+	ln -sfn "$host" "$WS/.git/modules"
+	out=$(cr -- echo fine 2>&1)
+	assert_eq "$out" fine
+	# the same through a nested .gitmodules in a checkout: the answer is the same whether
+	# the host path behind the symlink exists or not
+	rm "$WS/.git/modules"
+	mkdir -p "$WS/sub/inner" "$host/inner/.git"
+	printf '[submodule "sub"]\n\tpath = sub\n' >"$WS/.gitmodules"
+	echo 'gitdir: ../.git/modules/sub' >"$WS/sub/.git"
+	printf '[submodule "x"]\n\tpath = lnk/inner\n' >"$WS/sub/.gitmodules"
+	local a b
+	ln -s "$host" "$WS/sub/lnk"
+	a=$(cr -- true 2>&1; echo "rc=$?")
+	rm "$WS/sub/lnk"
+	ln -s "$host/nothing-here" "$WS/sub/lnk"
+	b=$(cr -- true 2>&1; echo "rc=$?")
+	assert_eq "$a" "$b" "the outcome depends on a host path behind a symlink"
+	assert_not_contains "$a" "$host"
+	# the error names the symlink and the protected-list entry the path comes from (the
+	# derived path itself is on no list), and says how to get rid of it
+	assert_contains "$a" "beneath the symlink $WS/sub/lnk"
+	assert_contains "$a" "remove the symlink (an earlier sandboxed run may have planted it)"
+	assert_contains "$a" "take .git/config off the protected list"
+	rm -rf "$host"
+}
+
 test_policy_protected_git_absent() {
 	# no .git: the sandbox must not create one (git init, hooks, a config)
 	local MARK="$WS.marker"

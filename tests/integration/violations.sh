@@ -229,8 +229,27 @@ test_viol_pids_parent_budget() {
 	assert_contains "$(jget violations.0.hint <<<"$out")" "limit of 5 processes"
 	# the sandbox itself cannot be started: the budget is outside the run
 	echo 1 >"$g/pids.max"
-	out=$(bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" run -w "$3" --json -c true' _ \
+	# (a sanitized build's leak check needs a thread of its own at exit, which a budget of
+	# one process refuses; the leak check runs everywhere else)
+	out=$(bash -c 'echo $$ >"$1/cgroup.procs" && ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0" exec "$2" run -w "$3" --json -c true' _ \
 		"$g" "$CORRAL" "$WS")
 	assert_eq "$(jget error.errno <<<"$out")" 11
 	assert_eq "$(vkinds <<<"$out")" "limit:process budget outside the run:True"
+}
+
+# Only the real shapes of a refused process creation claim a process limit: an EAGAIN line
+# that merely mentions a clone (a git transport error, a path) claims nothing (review 1).
+test_viol_fork_shapes() {
+	local out
+	out=$(cr --json -c 'echo "fatal: unable to write /srv/clone-cache/pack: Resource temporarily unavailable" >&2
+		echo "error: git clone of x failed: Resource temporarily unavailable" >&2
+		echo "warning: forked-repo: Resource temporarily unavailable" >&2; exit 1')
+	assert_eq "$(vkinds <<<"$out")" "" "violations claimed for lines that are no refused fork"
+	local line
+	for line in "bash: fork: retry: Resource temporarily unavailable" \
+		"bash: fork: Resource temporarily unavailable" "sh: 1: Cannot fork" \
+		"worker: pthread_create failed: Resource temporarily unavailable"; do
+		out=$(cr --json -c "echo '$line' >&2; exit 1")
+		assert_contains "$(vkinds <<<"$out")" "limit:" "no limit inferred from: $line"
+	done
 }

@@ -208,6 +208,34 @@ static void test_envelope(void)
 	            &m) == JR_INVALID &&
 	          m.err_code == JR_INVALID_REQUEST && !m.id);
 	jr_msg_free(&m);
+	/* a real id (5.0, 5e0, -7E1) is not turned into the integer the client never sent: id
+	 * null, as without the large number; escaped keys, nesting and the last "id" count */
+	const char *real_ids[] = {
+	    "{\"jsonrpc\":\"2.0\",\"id\":5.0,\"method\":\"ping\",\"params\":{\"x\":"
+	    "123456789012345678901234}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":5e0,\"method\":\"ping\",\"params\":{\"x\":"
+	    "123456789012345678901234}}",
+	    "{\"params\":{\"id\":5,\"x\":[123456789012345678901234]},\"jsonrpc\":\"2.0\","
+	    "\"method\":\"ping\",\"id\" : -7E1}",
+	    "{\"jsonrpc\":\"2.0\",\"\\u0069d\":5.0,\"method\":\"ping\",\"params\":{\"x\":"
+	    "123456789012345678901234}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"id\":5.5e1,\"params\":{\"x\":"
+	    "123456789012345678901234}}",
+	};
+	for (size_t i = 0; i < sizeof(real_ids) / sizeof(real_ids[0]); i++) {
+		char name[80];
+		snprintf(name, sizeof(name), "jsonrpc_big_param_real_id_not_echoed_as_integer_%zu", i);
+		CHECK(name, parse(real_ids[i], &m) == JR_INVALID &&
+		                m.err_code == JR_INVALID_REQUEST && !m.id &&
+		                strstr(m.err_msg, "a number in the message is an integer beyond"));
+		jr_msg_free(&m);
+	}
+	CHECK("jsonrpc_big_param_escaped_id_key_kept",
+	      parse("{\"jsonrpc\":\"2.0\",\"i\\u0064\" : -8 ,\"method\":\"x\",\"params\":{\"s\":"
+	            "\"\\\"}\",\"n\":123456789012345678901234567890}}",
+	            &m) == JR_INVALID &&
+	          json_is_integer(m.id) && json_integer_value(m.id) == -8);
+	jr_msg_free(&m);
 	CHECK("jsonrpc_big_integer_in_a_response_ignored",
 	      parse("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"n\":99999999999999999999}}", &m) ==
 	          JR_RESPONSE);

@@ -3,6 +3,7 @@
 
 #include <jansson.h>
 #include <stdlib.h>
+#include <string.h>
 
 void test_result(void)
 {
@@ -48,5 +49,24 @@ void test_result(void)
 	                                 json_integer_value(json_object_get(err, "errno")) == 13);
 	json_decref(o);
 	free(json);
+	corral_result_free(r);
+
+	/* A fork refused in the run's cgroup where the kernel cannot say at which level: with a
+	 * process limit of its own either may have refused; without one (--pids 0) only a
+	 * parent's budget can have, and the hint must not speak of "this run's 0 processes". */
+	struct corral_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.limits[CORRAL_LIMIT_PIDS] = 64;
+	r = result_new();
+	violations_pids_elsewhere(&cfg, r, 0);
+	CHECK("pids unknown level, own limit: either",
+	      r->n_violations == 1 && strstr(r->violations[0].hint, "this run's 64 processes"));
+	corral_result_free(r);
+	cfg.limits[CORRAL_LIMIT_PIDS] = 0;
+	r = result_new();
+	violations_pids_elsewhere(&cfg, r, 0);
+	CHECK("pids unknown level, no own limit: a parent's budget",
+	      r->n_violations == 1 && !strstr(r->violations[0].hint, "0 processes") &&
+	          !strcmp(r->violations[0].rule, "pids.max of a parent cgroup"));
 	corral_result_free(r);
 }
