@@ -170,9 +170,17 @@ static void merge_and_plan(const struct profile *p)
 		const char *names[] = {"sh", sh, strrchr(sh, '/') + 1, real ? real : sh,
 		                       real ? strrchr(real, '/') + 1 : sh};
 		bool listed = false;
-		for (size_t i = 0; i < p->n_cmd_allow; i++)
+		for (size_t i = 0; i < p->n_cmd_allow; i++) {
 			for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 				listed |= !strcmp(p->cmd_allow[i].match, names[k]);
+			/* a path entry names the same file however it is spelt ("/bin/sh" is
+			 * "//bin/sh", found through a PATH entry "//bin") */
+			if (real && strchr(p->cmd_allow[i].match, '/')) {
+				char *r2 = realpath(p->cmd_allow[i].match, NULL);
+				listed |= r2 && !strcmp(r2, real);
+				free(r2);
+			}
+		}
 		free(real);
 		if (!listed)
 			FZ_CHECK(ask(cfg, "exec", "sh") != 1);
