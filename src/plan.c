@@ -657,6 +657,24 @@ static int symlink_refused(struct corral_error *err, const char *path, const cha
 	                        path, link, origin);
 }
 
+/* A protected path (or the directory on its way) that corral cannot look at is not absent:
+ * the sandbox owns the workspace and can chmod a directory to 000 in one run so that the
+ * next run finds "nothing" to protect, then restore it and plant a hook. So only ENOENT and
+ * ENOTDIR mean absent; anything else refuses the run. */
+static bool absent_errno(int e)
+{
+	return e == ENOENT || e == ENOTDIR;
+}
+
+static int uninspectable(struct corral_error *err, const char *path, int e)
+{
+	return corral_set_error(err, CORRAL_EDENIED, e, "policy",
+	                        "policy: cannot inspect the protected path %s: %s; restore the "
+	                        "permissions of its directory (chmod u+rwx; an earlier sandboxed "
+	                        "run may have changed them) or take it off the protected list",
+	                        path, strerror(e));
+}
+
 /* Put one protected path under a read-only mount: hold it, making an empty placeholder
  * first when it is missing (unless PROT_EXISTING). 1: protected (path goes on the list);
  * 0: skipped (no parent, or nothing can create it); <0: error. */
@@ -672,6 +690,8 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			if (S_ISLNK(st.st_mode))
 				return symlink_refused(err, path, NULL, origin);
 		} else {
+			if (!absent_errno(errno))
+				return uninspectable(err, path, errno);
 			if (how & PROT_EXISTING)
 				return 0;
 			/* Create it only where its parent exists: inventing a .git directory
@@ -680,7 +700,9 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			snprintf(parent, sizeof(parent), "%s", path);
 			*strrchr(parent, '/') = 0;
 			struct stat pst;
-			if (lstat(parent, &pst) < 0 || !S_ISDIR(pst.st_mode))
+			if (lstat(parent, &pst) < 0)
+				return absent_errno(errno) ? 0 : uninspectable(err, parent, errno);
+			if (!S_ISDIR(pst.st_mode))
 				return 0;
 			if (L->dry_run) {
 				if (note_dry_placeholder(L, path) < 0)
@@ -692,9 +714,15 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			               : close(open(path,
 			                            O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
 			                            0644));
-			/* EEXIST: a concurrent run made it first; share it */
-			if (r < 0 && errno != EEXIST)
-				return 0; /* e.g. a read-only parent: nothing can create it then */
+			/* EEXIST: a concurrent run made it first; share it. A parent we cannot
+			 * write: if it is ours, the sandbox (same owner) could chmod it back and
+			 * create the path, so refuse; another owner's or a read-only file system's
+			 * parent stops the sandbox as it stops us. */
+			if (r < 0 && errno != EEXIST) {
+				if ((errno == EACCES || errno == EPERM) && pst.st_uid == geteuid())
+					return uninspectable(err, parent, errno);
+				return 0;
+			}
 			created = r == 0;
 		}
 		if (L->dry_run || lock_protected(L, path, created) == 0)
@@ -820,6 +848,8 @@ static int protect_git_redirects(struct launch *L, const char *rel, const char *
 	/* The directory as it is now, reached without following a symlink. The fd is what the
 	 * release works on: it never resolves the path again through what the sandbox made. */
 	int dfd = ws_openat(L->cfg->workspace, rel, O_PATH | O_DIRECTORY);
+	if (dfd < 0 && (errno == EACCES || errno == EPERM))
+		return uninspectable(err, rel, errno);
 	if (dfd < 0)
 		return 0; /* gone, or reached through a symlink: no git directory of the workspace */
 	unsigned absent = 0;
@@ -885,6 +915,8 @@ struct walk {
 static int protect_worktrees(struct launch *L, struct walk *w, struct corral_error *err)
 {
 	int fd = ws_openat(L->cfg->workspace, ".git/worktrees", O_RDONLY | O_DIRECTORY);
+	if (fd < 0 && (errno == EACCES || errno == EPERM))
+		return uninspectable(err, ".git/worktrees", errno);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		if (fd >= 0)
@@ -937,6 +969,10 @@ static int protect_modules(struct launch *L, const char *rel, int dfd, int depth
 		/* O_NOFOLLOW | O_DIRECTORY: a symlink or anything but a directory is skipped */
 		int cfd = openat(dirfd(d), de->d_name,
 		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (cfd < 0 && (errno == EACCES || errno == EPERM)) {
+			r = uninspectable(err, child, errno);
+			break;
+		}
 		if (cfd < 0)
 			continue;
 		struct stat st;
@@ -1123,7 +1159,9 @@ int plan_protected_set(struct launch *L, struct corral_error *err)
 	if (r >= 0 && (git_config || git_hooks)) {
 		/* a symlinked .git/modules is not followed: no submodules then */
 		int mfd = ws_openat(cfg->workspace, ".git/modules", O_RDONLY | O_DIRECTORY);
-		if (mfd >= 0)
+		if (mfd < 0 && (errno == EACCES || errno == EPERM))
+			r = uninspectable(err, ".git/modules", errno);
+		else if (mfd >= 0)
 			r = protect_modules(L, ".git/modules", mfd, 0, &w, err);
 		if (r >= 0)
 			r = protect_submodule_checkouts(L, "", 0, &w, err);

@@ -678,3 +678,26 @@ test_policy_explain_text() {
 	assert_contains "$out" "withheld: GITHUB_TOKEN"
 	assert_not_contains "$out" "ghp_supersecret"
 }
+
+test_policy_protected_uninspectable_is_not_absent() {
+	# A sandbox owns the workspace: in one run it can chmod .git to 000, so that the next
+	# run cannot look inside. "Cannot look" must not read as "absent" (nothing to protect):
+	# that run would leave .git/config and .git/hooks writable, and the sandbox would chmod
+	# .git back and plant a hook. Judged on the host: config unchanged, no hook.
+	mkdir -p "$WS/.git/hooks"
+	printf '[core]\n\tbare = false\n' >"$WS/.git/config"
+	local h out rc
+	h=$(sha256sum "$WS/.git/config")
+	chmod 000 "$WS/.git"
+	out=$(cr -c 'chmod 755 .git; printf "[core]\n\tfsmonitor = evil\n" >> .git/config; echo evil > .git/hooks/pre-commit' 2>&1)
+	rc=$?
+	chmod 755 "$WS/.git"
+	assert_eq "$(sha256sum "$WS/.git/config")" "$h" "the host's .git/config after a run over a chmod 000 .git"
+	[ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a hook was planted: $(cat "$WS/.git/hooks/pre-commit")"
+	if ! is_root; then
+		# root looks in anyway (its capabilities); a user's run is refused, naming the path
+		[ "$rc" -ne 0 ] || fail "the run over an uninspectable .git was not refused: $out"
+		assert_contains "$out" "cannot inspect the protected path"
+		assert_contains "$out" ".git"
+	fi
+}
