@@ -222,7 +222,6 @@ int policy_resolve_path(const struct corral_config *cfg, const char *raw, char *
 /* The same without resolving symlinks: "~", the workspace and "." / ".." only. */
 int policy_lexical_path(const struct corral_config *cfg, const char *raw, char *out,
                         struct corral_error *err);
-bool path_within(const char *path, const char *dir);
 /* The deny glob that withholds name, or NULL. */
 const char *policy_env_denied_by(const struct corral_config *cfg, const char *name);
 /* Host variables passed through (allowed and not denied), and those withheld (denied; their

@@ -357,14 +357,6 @@ int policy_lexical_path(const struct corral_config *cfg, const char *raw, char *
 	return 0;
 }
 
-bool path_within(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
-}
-
 /* ---- environment ------------------------------------------------------------------------ */
 
 const char *policy_env_denied_by(const struct corral_config *cfg, const char *name)

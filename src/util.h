@@ -8,7 +8,9 @@
 #endif
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "corral.h"
@@ -27,6 +29,15 @@ static inline void cleanup_closep(int *fd)
 		errno = saved;
 	}
 }
+/* Is path dir itself or beneath it (by name, both normalized)? "/" holds everything. */
+static inline bool path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (n == 1 && dir[0] == '/')
+		return true;
+	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
+}
+
 #define autofree __attribute__((cleanup(cleanup_freep)))
 #define autoclose __attribute__((cleanup(cleanup_closep)))
 

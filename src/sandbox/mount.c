@@ -139,12 +139,6 @@ static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *n
 	return 0;
 }
 
-static bool under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/' || (n == 1 && *dir == '/'));
-}
-
 struct tree {
 	const char *path;
 	int kind; /* 0: extra read-only, 1: extra read-write, 2: pin */
@@ -193,7 +187,7 @@ static int plan_extra(struct mount_plan *p, size_t *cap, const struct mount_requ
 	for (size_t i = 0; i < req->n_pin; i++) {
 		const struct tree *deepest = NULL;
 		for (size_t k = 0; k < extras; k++)
-			if (under(req->pin[i], all[k].path) &&
+			if (path_within(req->pin[i], all[k].path) &&
 			    (!deepest || strlen(all[k].path) > strlen(deepest->path)))
 				deepest = &all[k];
 		if (deepest && (deepest->kind == 0 || !strcmp(deepest->path, req->pin[i])))
