@@ -25,6 +25,26 @@ $(BUILD)/%.o: %.c $(wildcard include/*.h src/*.h src/*/*.h)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# The seccomp programs are compiled at build time (docs/DESIGN.md §8): tools/seccomp_gen.c,
+# linked with seccomp.c (which then leaves out the include below) and libseccomp, writes
+# $(BUILD)/gen/seccomp_baked.h, which seccomp.c includes. It runs here, so it is built with
+# plain flags: no sanitizer or fuzzer runtime of the build's CFLAGS. A change to seccomp.c or
+# a header rebuilds it; the unit test seccomp_baked_* fails on a program that is out of date.
+GEN_CFLAGS := -std=gnu11 -O1 $(WARN) -D_GNU_SOURCE -DCORRAL_SECCOMP_GEN -Iinclude -Isrc \
+	$(PKG_CFLAGS)
+SECCOMP_GEN_SRCS := tools/seccomp_gen.c src/sandbox/seccomp.c src/error.c
+
+$(BUILD)/tools/seccomp_gen: $(SECCOMP_GEN_SRCS) $(wildcard include/*.h src/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(GEN_CFLAGS) -o $@ $(SECCOMP_GEN_SRCS) $(shell pkg-config --libs libseccomp 2>/dev/null)
+
+$(BUILD)/gen/seccomp_baked.h: $(BUILD)/tools/seccomp_gen
+	@mkdir -p $(dir $@)
+	$< $@
+
+$(BUILD)/src/sandbox/seccomp.o: $(BUILD)/gen/seccomp_baked.h
+$(BUILD)/src/sandbox/seccomp.o: override CFLAGS += -I$(BUILD)/gen
+
 $(BUILD)/libcorral.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 

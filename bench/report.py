@@ -251,14 +251,33 @@ def section_server(out, server, targets):
         out.append(f"> **Harness self-test only**: the server was `{server['override']}` "
                    "(CORRAL_MCP_CMD), not `corral mcp`; its numbers say nothing about "
                    "corral's server.\n")
-    out.append("| what | concurrency | calls/s | p50 | p99 | mean | p50 × bare | errors |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("| what | concurrency | calls/s | p50 | p99 | mean | p50 × bare | errors | "
+               "prebuilt |")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in server.get("throughput", []):
         ratio = f"{r['p50_ratio_to_bare']:.2f}×" if r.get("p50_ratio_to_bare") else "–"
+        pre = f"{r['prebuilt']}/{r['ok']}" if "prebuilt" in r else "–"
         out.append(f"| {r['what']} | {r['concurrency']} | {r['calls_per_s']:.0f} | "
                    f"{r['p50_ms']:.3f} ms | {r['p99_ms']:.3f} ms | {r['mean_ms']:.3f} ms | "
-                   f"{ratio} | {r['errors']} |")
+                   f"{ratio} | {r['errors']} | {pre} |")
     out.append("")
+    sp = server.get("spaced") or []
+    if sp:
+        gap = sp[0]["gap_ms"]
+        out.append(f"**Calls spaced like an agent's**: one call at a time, {gap:.0f} ms apart "
+                   f"(the model's turn between tool calls), {sp[0]['calls']} calls per row, "
+                   "after 10 warm-up calls. The bare row is spaced the same way: a machine "
+                   "idle between calls wakes up for each, and that costs the bare call too. "
+                   "`--prebuild N` keeps N sandboxes built while the server is idle; a call "
+                   "whose plan matches only sends its command into one (docs/mcp.md).\n")
+        out.append("| what | p50 | p90 | p99 | p50 × bare | prebuilt |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for r in sp:
+            ratio = f"{r['p50_ratio_to_bare']:.2f}×" if r.get("p50_ratio_to_bare") else "–"
+            pre = f"{r['prebuilt']}/{r['calls']}" if "prebuilt" in r else "–"
+            out.append(f"| {r['what']} | {r['p50_ms']:.3f} ms | {r['p90_ms']:.3f} ms | "
+                       f"{r['p99_ms']:.3f} ms | {ratio} | {pre} |")
+        out.append("")
     if server.get("skipped"):
         out.append(f"**corral mcp: not measured.** {server['skipped']}. The harness is ready: "
                    "once `build/corral mcp` answers `initialize` on stdio, `bench/run.sh` "
@@ -311,9 +330,15 @@ def section_server(out, server, targets):
                         verdict(best["calls_per_s"] >= T_SERVER_RATE)))
         c1 = next((r for r in mcp if r["concurrency"] == 1), None)
         if c1 and c1.get("p50_ratio_to_bare"):
-            targets.append(("Server p50 ≤ 1.5× bare fork+exec (concurrency 1)",
+            targets.append(("Server p50 ≤ 1.5× bare fork+exec (concurrency 1, back to back)",
                             f"{c1['p50_ms']:.3f} ms = {c1['p50_ratio_to_bare']:.2f}× bare",
                             verdict(c1["p50_ratio_to_bare"] <= T_SERVER_P50_RATIO)))
+        pre = next((r for r in server.get("spaced") or [] if "--prebuild" in r["what"]), None)
+        if pre and pre.get("p50_ratio_to_bare"):
+            targets.append((f"… with `--prebuild`, calls {pre['gap_ms']:.0f} ms apart",
+                            f"{pre['p50_ms']:.3f} ms = {pre['p50_ratio_to_bare']:.2f}× bare "
+                            f"(spaced the same)",
+                            verdict(pre["p50_ratio_to_bare"] <= T_SERVER_P50_RATIO)))
 
 
 def section_memory(out, server, mem, targets):

@@ -27,6 +27,10 @@ from common import (CORRAL, QUICK, RESULTS, WORKSPACE, descendants, log, mem_of,
 PROTOCOL = "2025-06-18"
 N_CALLS = int(os.environ.get("BENCH_MCP_CALLS", "200" if QUICK else "2000"))
 N_SLEEP = int(os.environ.get("BENCH_MCP_SLEEPERS", "100"))
+# Calls spaced like an agent's (the model thinks between calls): how many, how far apart.
+N_SPACED = int(os.environ.get("BENCH_SPACED_CALLS", "60" if QUICK else "300"))
+GAP_MS = float(os.environ.get("BENCH_SPACED_GAP_MS", "20"))
+PREBUILD = os.environ.get("BENCH_PREBUILD", "2")
 
 
 class McpError(Exception):
@@ -142,18 +146,19 @@ def call_args(argv):
     return {"name": "run_command", "arguments": {"argv": argv}}
 
 
-def server_argvs(max_concurrent):
+def server_argvs(max_concurrent, extra=()):
     override = os.environ.get("CORRAL_MCP_CMD")
     if override:
         return [shlex.split(override) + ["--max-concurrent", str(max_concurrent)],
                 shlex.split(override)]
-    return [[CORRAL, "mcp", "--max-concurrent", str(max_concurrent)], [CORRAL, "mcp"]]
+    return [[CORRAL, "mcp", "--max-concurrent", str(max_concurrent)] + list(extra),
+            [CORRAL, "mcp"] + list(extra)]
 
 
-def start_server(max_concurrent, tag):
+def start_server(max_concurrent, tag, extra=()):
     """A handshaken client, or (None, reason)."""
     reasons = []
-    for argv in server_argvs(max_concurrent):
+    for argv in server_argvs(max_concurrent, extra):
         c = McpClient(argv, WORKSPACE, os.path.join(RESULTS, f"mcp-{tag}.stderr"))
         try:
             c.handshake()
@@ -218,12 +223,15 @@ def bare_call():
         raise RuntimeError(f"/bin/true status {st}")
 
 
-def mcp_call(client):
+def mcp_call(client, counts=None):
     def one():
         res = client.wait(client.start_request("tools/call", call_args(["/bin/true"])), 60)
         if res.get("isError"):
             text = " ".join(c.get("text", "") for c in res.get("content", []))[:200]
             raise McpError(f"isError: {text}")
+        if counts is not None and (res.get("structuredContent") or {}).get("prebuilt_ms") \
+                is not None:
+            counts["prebuilt"] = counts.get("prebuilt", 0) + 1
     return one
 
 
@@ -280,6 +288,25 @@ def throughput(result):
                 f"errors {r['errors']}")
     finally:
         client.close()
+    # the same, back to back, with sandboxes built ahead: they are built only while the
+    # server is idle, so back-to-back calls drain them and then build their own
+    if not os.environ.get("CORRAL_MCP_CMD"):
+        client, why = start_server(max(2, N_SLEEP), "prebuild", ["--prebuild", PREBUILD])
+        if client:
+            try:
+                for conc in (1, 2):
+                    counts = {}
+                    one = mcp_call(client, counts)
+                    drive(max(20, N_CALLS // 20), conc, mcp_call(client))  # warm-up
+                    time.sleep(0.2)  # idle: the pool fills
+                    r = drive(N_CALLS, conc, one)
+                    r["what"] = f"corral mcp --prebuild {PREBUILD}, back to back"
+                    r["prebuilt"] = counts.get("prebuilt", 0)
+                    rows.append(r)
+                    log(f"server: mcp --prebuild c={conc}: {r['calls_per_s']:.0f}/s "
+                        f"p50 {r['p50_ms']:.3f} ms prebuilt {r['prebuilt']}/{r['ok']}")
+            finally:
+                client.close()
     for conc in (1, 2):
         bare = next(r for r in rows if r["concurrency"] == conc and r["what"].startswith("bare"))
         for r in rows:
@@ -347,9 +374,57 @@ def memory(result):
                     pass
 
 
+def spaced(result):
+    """Calls as an agent makes them: one at a time, GAP_MS apart (the model's turn between
+    them). Latency per call, against bare fork+exec spaced the same way (an idle machine
+    wakes up for each: that costs the bare call too)."""
+    rows = []
+
+    def run(one, what, counts=None):
+        for _ in range(10):  # warm-up
+            time.sleep(GAP_MS / 1e3)
+            one()
+        if counts is not None:
+            counts.clear()
+        lat = []
+        for _ in range(N_SPACED):
+            time.sleep(GAP_MS / 1e3)
+            t0 = time.perf_counter()
+            one()
+            lat.append(time.perf_counter() - t0)
+        r = {"what": what, "calls": N_SPACED, "gap_ms": GAP_MS,
+             "p50_ms": percentile(lat, 50) * 1e3, "p90_ms": percentile(lat, 90) * 1e3,
+             "p99_ms": percentile(lat, 99) * 1e3, "mean_ms": sum(lat) / len(lat) * 1e3}
+        if counts is not None:
+            r["prebuilt"] = counts.get("prebuilt", 0)
+        rows.append(r)
+        log(f"server: spaced {what}: p50 {r['p50_ms']:.3f} ms p90 {r['p90_ms']:.3f} ms"
+            + (f" prebuilt {r['prebuilt']}/{N_SPACED}" if counts is not None else ""))
+
+    run(bare_call, "bare fork+exec+wait (posix_spawn)")
+    for extra, what in (([], "corral mcp"),
+                        (["--prebuild", PREBUILD], f"corral mcp --prebuild {PREBUILD}")):
+        if extra and os.environ.get("CORRAL_MCP_CMD"):
+            continue
+        client, why = start_server(4, "spaced", extra)
+        if not client:
+            result["spaced_skipped"] = why
+            break
+        try:
+            counts = {}
+            run(mcp_call(client, counts), what, counts)
+        finally:
+            client.close()
+    bare = rows[0]["p50_ms"]
+    for r in rows:
+        r["p50_ratio_to_bare"] = r["p50_ms"] / bare if bare else None
+    result["spaced"] = rows
+
+
 def main():
     result = {"n_calls": N_CALLS, "n_sleepers": N_SLEEP}
     throughput(result)
+    spaced(result)
     ns_floor(result)
     if "skipped" not in result:
         memory(result)

@@ -290,6 +290,10 @@ struct corral_result {
 	char *session_id;
 	int session_restarted; /* the shell was wedged and restarted: its state was lost */
 	int session_ended;     /* the shell exited during this command; the session is over */
+	/* The sandbox was built ahead of the command (corral mcp --prebuild: a parked,
+	 * single-use sandbox of the same plan): 1, and how long it waited, in ms. */
+	int prebuilt;
+	uint64_t prebuilt_ms;
 };
 
 /* Name of a redaction kind index (0..15), or NULL past the last one. */
@@ -348,7 +352,11 @@ CORRAL_API int corral_proc_cancel(corral_proc *p, uint64_t grace_ms, struct corr
 CORRAL_API int corral_proc_result(corral_proc *p, struct corral_result **out,
                                   struct corral_error *err);
 
-/* Kill whatever still runs (SIGKILL to the whole sandbox), reap it, free everything. */
+/* Kill whatever still runs (SIGKILL to the whole sandbox), reap it, free everything. With a
+ * pid namespace a run is finished when the command's status and all its output are in,
+ * while the sandbox's init may still be exiting (everything else in it is gone): its exit,
+ * the removal of the run's cgroup and the release of its protected-path placeholders happen
+ * here, so destroy a finished run soon. */
 CORRAL_API void corral_proc_destroy(corral_proc *p);
 
 /* ---- sessions --------------------------------------------------------------------------

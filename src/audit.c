@@ -44,6 +44,7 @@ struct audit {
 	int64_t max_age_ms, max_rows;
 	bool retention_set; /* audit_set_retention was called: prune after the first write too */
 	bool pruned;        /* this handle has pruned */
+	bool wal_full;      /* a commit left AUDIT_WAL_FRAMES or more in the WAL: checkpoint */
 	uint64_t missed;    /* writes that failed (or were skipped) since the last success */
 	char missed_error[sizeof(((struct corral_error *)0)->message)];
 };
@@ -381,14 +382,49 @@ static int create_schema(struct audit *a, struct corral_error *err)
 	return 0;
 }
 
-/* Checkpoint and truncate the WAL once it holds 256 frames (about 1 MiB, some 30 records):
- * a WAL that only grows makes every later open and write read more of it. */
+/* The WAL is checkpointed once a commit leaves it holding AUDIT_WAL_FRAMES frames (about
+ * 1 MiB; a CLI record is 8 to 12 frames): a WAL that only grows makes every later open and
+ * write read more of it. A process that opens the store while no other connection has it
+ * rebuilds the WAL index by reading every frame of the WAL (SQLite resets the index when the
+ * last connection closes), so the frames left behind are what the next one-shot run reads.
+ *
+ * The WAL is not truncated: on ext4 an ftruncate of a WAL that was just synced costs several
+ * milliseconds, and the next commit pays again to allocate its blocks. Instead a RESTART
+ * checkpoint copies the frames into the database (syncing the WAL, then the database, as
+ * TRUNCATE does) and the write that follows at once starts the WAL over from its first
+ * frame with a new salt, overwriting the old frames in place: a reader that rebuilds the
+ * index stops at the first old frame. journal_size_limit trims a WAL that grew beyond
+ * AUDIT_WAL_MAX_BYTES (a long reader held the checkpoint off) at that restart. */
+#define AUDIT_WAL_FRAMES 256
+#define AUDIT_WAL_MAX_BYTES 2097152 /* 2 MiB */
+
 static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
 {
-	(void)ud;
-	if (frames >= 256)
-		sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+	(void)db;
+	(void)name;
+	struct audit *a = ud;
+	if (frames >= AUDIT_WAL_FRAMES)
+		a->wal_full = true;
 	return SQLITE_OK;
+}
+
+/* After a commit (a checkpoint cannot run inside the hook): checkpoint a full WAL, then
+ * restart it with a one-frame write (the user_version, rewritten unchanged). A checkpoint
+ * that is busy (a reader still needs the WAL after the busy timeout) is retried after the
+ * next commit, as the WAL is still full then. */
+static void wal_checkpoint(struct audit *a)
+{
+	if (!a->wal_full)
+		return;
+	a->wal_full = false;
+	if (sqlite3_wal_checkpoint_v2(a->db, "main", SQLITE_CHECKPOINT_RESTART, NULL, NULL) !=
+	    SQLITE_OK)
+		return;
+	if (sqlite3_exec(a->db,
+	                 "BEGIN IMMEDIATE; PRAGMA user_version = " stringify(SCHEMA_VERSION) ";"
+	                 " COMMIT",
+	                 NULL, NULL, NULL) != SQLITE_OK)
+		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 static int open_store(const char *path, bool create, struct audit **out, struct corral_error *err)
@@ -443,7 +479,7 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	 * would cost more than the sandbox. Checkpoints happen as the WAL grows instead
 	 * (wal_hook below), which also keeps the WAL, and every read of it, small. */
 	sqlite3_db_config(a->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
-	sqlite3_wal_hook(a->db, wal_hook, NULL);
+	sqlite3_wal_hook(a->db, wal_hook, a);
 	int64_t version = 0;
 	if (check_store(a, &version, err) < 0) {
 		audit_close(a);
@@ -464,8 +500,10 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	}
 	/* foreign_keys: no constraints are declared (see the top of this file), but a future
 	 * schema may, and it should not depend on the connection's default. */
-	if (exec_sql(a, "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON", "configure", err) <
-	        0 ||
+	if (exec_sql(a,
+	             "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; "
+	             "PRAGMA journal_size_limit = " stringify(AUDIT_WAL_MAX_BYTES),
+	             "configure", err) < 0 ||
 	    (version != SCHEMA_VERSION && create_schema(a, err) < 0)) {
 		audit_close(a);
 		return err->code;
@@ -658,6 +696,7 @@ static int write_commit(struct audit *a, int64_t seq_before, struct corral_error
 		a->pruned = true;
 		audit_prune(a, a->max_age_ms, a->max_rows, NULL);
 	}
+	wal_checkpoint(a);
 	return 0;
 }
 
@@ -1221,6 +1260,7 @@ int audit_prune(struct audit *a, int64_t max_age_ms, int64_t max_rows, struct co
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
 		return store_error(a->path, a->db, rc, "prune", err);
 	}
+	wal_checkpoint(a);
 	return n;
 }
 

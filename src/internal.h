@@ -35,6 +35,9 @@ struct corral_config {
 	 * a control socket for the init (jobs started inside a running sandbox). */
 	int cmd_fd3;
 	bool init_ctl;
+	/* Internal (parked sandboxes, DESIGN §18): build everything, then hold the command back
+	 * until proc_unpark() sends the command that will run. */
+	bool park;
 	bool no_capture; /* output goes to out_cb only; nothing is kept in the result */
 	enum corral_mode mode;
 	enum corral_net net;
@@ -160,6 +163,8 @@ struct launch_out {
 	char *private_tmp;        /* host directory to remove after the run, or NULL */
 	struct placeholder *held; /* protected paths held for the run (see plan.c) */
 	size_t n_held;
+	int go_fd; /* parked: the write end of the init's sync pipe, where the command goes */
+	uint8_t key[32]; /* parked: the plan key (launch_plan_key) of the sandbox */
 };
 
 /* Messages from the sandbox init to the supervisor on the report pipe. */
@@ -195,6 +200,17 @@ struct ctl_msg {
  * err. The result's isolation layers are recorded into res. */
 int launch_start(const struct corral_config *cfg, struct corral_result *res, struct launch_out *out,
                  struct corral_error *err);
+/* The plan key of cfg's sandbox as it would be built now: a SHA-256 over everything the
+ * sandbox is made of (namespaces, mounts with the identity of the in-workspace and writable
+ * sources, Landlock rules, seccomp program, rlimits, cgroup limits, environment, cwd, the
+ * protected paths held and their identity), and nothing of the command (argv). The plan is
+ * built (placeholders held; a cgroup made, when the plan wants one, to learn whether it can
+ * be) and released again; no sandbox is made. Two configs with equal keys get the same
+ * sandbox. */
+int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err);
+/* Largest argv (bytes of the strings with their NULs, and count) a parked sandbox takes. */
+#define PARK_MAX_ARGV_BYTES (60 * 1024)
+#define PARK_MAX_ARGC 4096
 /* Names of setup steps, for errors ("mount", "landlock", ...). */
 const char *launch_step_name(int step);
 /* Translate a child failure report into an error (code, message with the fix). */
@@ -210,6 +226,20 @@ int proc_signal_init(struct corral_proc *p, int sig);
 bool proc_finished(const struct corral_proc *p);
 /* OOM kills in the sandbox's cgroup so far (0 without a memory cgroup). */
 uint64_t proc_oom_count(const struct corral_proc *p);
+/* Parked sandboxes (the MCP server's --prebuild, DESIGN §18). Whether cfg can run in a
+ * parked sandbox at all: its command's stdio are pipes and /dev/null (no stdin data, no
+ * borrowed descriptors, no terminal), not a session, and it has a pid namespace plan. */
+bool proc_parkable(const struct corral_config *cfg);
+/* Build cfg's sandbox now and park it: the init waits after its last setup step. key
+ * receives its plan key. The command of cfg is not run; proc_unpark() gives the real one. */
+int proc_park(const struct corral_config *cfg, struct corral_proc **out, uint8_t key[32],
+              struct corral_error *err);
+/* Still parked and usable: not ended, no setup failure reported (steps its events). */
+bool proc_parked_ok(struct corral_proc *p);
+/* Start cfg's command in the parked sandbox p, which the caller matched by plan key. From
+ * here p is cfg's run: its command, deadlines, output callback, capture and redaction are
+ * cfg's, its duration starts now, and its result records how long it was parked. */
+int proc_unpark(struct corral_proc *p, const struct corral_config *cfg, struct corral_error *err);
 /* The result being built (layers are recorded once the sandbox started). */
 const struct corral_result *proc_peek_result(const struct corral_proc *p);
 

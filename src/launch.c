@@ -14,6 +14,7 @@
 #include "internal.h"
 
 #include <dirent.h>
+#include <nettle/sha2.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/sched.h>
@@ -223,6 +224,13 @@ static void reset_signals(void)
  * share one domain and can signal each other; this process-local flag (set in the cloned
  * child only) tells the command and the jobs not to add a sibling domain of their own. */
 static bool landlock_in_init;
+/* The command's Landlock ruleset, built by the init once its own setup is done (-1: none;
+ * the command then builds it itself, as session jobs without one do). */
+static int ll_ready_fd = -1;
+/* Parked (DESIGN §18): the command that came on the sync pipe, instead of the plan's. */
+static char *const *cmd_argv;
+static char park_buf[PARK_MAX_ARGV_BYTES];
+static char *park_argv[PARK_MAX_ARGC + 1];
 
 /* Landlock and seccomp, then exec argv searching PATH in the sandbox's view. */
 static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
@@ -231,9 +239,13 @@ static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv
 	/* Landlock and seccomp bind the command and everything it starts, but not the init:
 	 * with Landlock's signal scoping the command cannot signal its init, which matters
 	 * where there is no pid namespace to protect it. */
-	if (L->landlock && !landlock_in_init && (r = landlock_apply_child(&L->ll, &detail)) < 0)
-		fail_on(exec_fd, STEP_LANDLOCK, r, detail,
-		        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
+	if (L->landlock && !landlock_in_init) {
+		r = ll_ready_fd >= 0 ? landlock_restrict_child(ll_ready_fd)
+		                     : landlock_apply_child(&L->ll, &detail);
+		if (r < 0)
+			fail_on(exec_fd, STEP_LANDLOCK, r, detail,
+			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
+	}
 	/* seccomp last: it denies mount, setns and friends that the steps before used. */
 	if (L->seccomp && (r = seccomp_apply_child(L->sc)) < 0)
 		fail_on(exec_fd, STEP_SECCOMP, r, -1, NULL);
@@ -288,7 +300,7 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 	if (L->fd_fd3 >= 0 && dup2(CFD_FD3, 3) < 0)
 		fail_on(exec_fd, STEP_FDS, errno, -1, NULL);
 	reset_signals();
-	confine_and_exec(L, L->argv, exec_fd);
+	confine_and_exec(L, cmd_argv ? cmd_argv : L->argv, exec_fd);
 }
 
 /* ---- jobs inside a running sandbox (sessions) -------------------------------------------
@@ -555,6 +567,41 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 	_exit(0);
 }
 
+static bool read_all(int fd, void *buf, size_t n)
+{
+	for (size_t done = 0; done < n;) {
+		ssize_t r = read(fd, (char *)buf + done, n - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return false;
+		done += (size_t)r;
+	}
+	return true;
+}
+
+/* A parked init waits here, after its last setup step, for the command: {u32 bytes,
+ * u32 argc} and argc NUL-terminated strings (proc_unpark). EOF or anything malformed means
+ * the supervisor dropped this sandbox (or died): end quietly, nothing was run. */
+static char *const *park_wait(void)
+{
+	uint32_t h[2];
+	if (!read_all(CFD_SYNC, h, sizeof(h)) || h[0] == 0 || h[0] > sizeof(park_buf) ||
+	    h[1] == 0 || h[1] > PARK_MAX_ARGC || !read_all(CFD_SYNC, park_buf, h[0]) ||
+	    park_buf[h[0] - 1] != 0)
+		_exit(0);
+	close(CFD_SYNC);
+	size_t k = 0, off = 0;
+	while (off < h[0] && k < h[1]) {
+		park_argv[k++] = park_buf + off;
+		off += strlen(park_buf + off) + 1;
+	}
+	if (k != h[1] || off != h[0])
+		_exit(0);
+	park_argv[k] = NULL;
+	return park_argv;
+}
+
 /* The setup sequence. Each step has an id for errors; the order is the contract. */
 static _Noreturn void child_main(const struct launch *L)
 {
@@ -573,9 +620,21 @@ static _Noreturn void child_main(const struct launch *L)
 	 * mounts need the mapped ids, and limits must hold before anything runs. */
 	if (read(CFD_SYNC, &c, 1) != 1)
 		_exit(125);
-	close(CFD_SYNC);
-	/* On cgroup v1 the parent moved us into our cgroup only now: a cgroup namespace made
-	 * at clone time would show the host's cgroup path. */
+	if (!L->cfg->park)
+		close(CFD_SYNC);
+	/* Not cloned into our cgroup (v1, or no CLONE_INTO_CGROUP): join it now, before
+	 * anything else runs. Done here rather than by the parent, because a v1 migration
+	 * waits for an RCU grace period (milliseconds on an idle machine): the init waits,
+	 * the supervisor (a server's event loop) does not. The mount namespace is still a
+	 * copy of the host's, so the paths name the host's cgroup files. "0" is the writer. */
+	for (size_t i = 0; L->cg_join && i < L->n_cg_procs; i++) {
+		int fd = open(L->cg_procs[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0 || write(fd, "0", 1) != 1)
+			fail_on(CFD_REPORT, STEP_CGROUP, errno, -1, L->cg_procs[i]);
+		close(fd);
+	}
+	/* Joined only now: a cgroup namespace made at clone time would show the host's cgroup
+	 * path. */
 	if (L->cgroupns_late && unshare(CLONE_NEWCGROUP) < 0)
 		child_fail(STEP_CGROUP, errno, -1);
 	/* A new session: no controlling terminal of the host, so TIOCSTI has nothing to push
@@ -629,6 +688,19 @@ static _Noreturn void child_main(const struct launch *L)
 		landlock_in_init = true;
 	}
 
+	/* The command's ruleset, built here: with the init's own steps done, the paths open as
+	 * the command would open them (no capabilities left), and a parked sandbox has it
+	 * ready before its command arrives. The init itself stays outside the domain. */
+	if (L->landlock && !landlock_in_init) {
+		ll_ready_fd = landlock_prepare_child(&L->ll, &detail);
+		if (ll_ready_fd < 0)
+			fail_on(CFD_REPORT, STEP_LANDLOCK, ll_ready_fd, detail,
+			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
+	}
+	/* Parked: everything is in place; the command arrives later on the sync pipe. */
+	if (L->cfg->park)
+		cmd_argv = park_wait();
+
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		child_fail(STEP_FORK, errno, -1);
@@ -667,6 +739,133 @@ static _Noreturn void child_main(const struct launch *L)
 }
 
 /* ---- the parent ----------------------------------------------------------------------- */
+
+/* The plan key (launch_plan_key): SHA-256 over what the sandbox is made of. Strings go in
+ * with their length, so that no two different lists hash alike. */
+static void key_bytes(struct sha256_ctx *h, const void *p, size_t n)
+{
+	uint64_t len = n;
+	sha256_update(h, sizeof(len), (const uint8_t *)&len);
+	if (n)
+		sha256_update(h, n, (const uint8_t *)p);
+}
+
+static void key_str(struct sha256_ctx *h, const char *s)
+{
+	if (!s) {
+		uint64_t none = UINT64_MAX;
+		sha256_update(h, sizeof(none), (const uint8_t *)&none);
+		return;
+	}
+	key_bytes(h, s, strlen(s));
+}
+
+static void key_u64(struct sha256_ctx *h, uint64_t v)
+{
+	sha256_update(h, sizeof(v), (const uint8_t *)&v);
+}
+
+/* Which file a path is now: a parked sandbox bound the files that were there when it was
+ * built; a path replaced since (a recreated .git/hooks, a workspace moved away and made
+ * again) must not match. */
+static void key_identity(struct sha256_ctx *h, int rc, const struct stat *st)
+{
+	if (rc < 0) {
+		key_u64(h, (uint64_t)errno | 1ULL << 63);
+		return;
+	}
+	key_u64(h, (uint64_t)st->st_dev);
+	key_u64(h, (uint64_t)st->st_ino);
+	key_u64(h, (uint64_t)st->st_mode);
+}
+
+static void plan_key_compute(const struct launch *L, uint8_t out[32])
+{
+	const struct corral_config *cfg = L->cfg;
+	struct sha256_ctx h;
+	sha256_init(&h);
+	key_str(&h, "corral plan key 1");
+	bool flags[] = {L->userns,  L->mountns, L->pidns,        L->netns,
+	                L->ipcns,   L->utsns,   L->cgroupns,     L->landlock,
+	                L->seccomp, cfg->tty,   cfg->init_ctl,   cfg->cmd_fd3 >= 0,
+	                L->want_cg, cfg->pids_default, cfg->workspace_ro, cfg->etc_minimal};
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+		key_u64(&h, flags[i]);
+	key_u64(&h, (uint64_t)(uintptr_t)L->sc); /* one compiled program per tier, per process */
+	key_u64(&h, L->uid);
+	key_u64(&h, L->gid);
+	key_u64(&h, (uint64_t)cfg->mode);
+	key_u64(&h, (uint64_t)cfg->net);
+	for (int i = 0; i < CORRAL_LIMIT__COUNT; i++)
+		key_u64(&h, cfg->limits[i]);
+	key_str(&h, cfg->workspace);
+	key_str(&h, L->cwd);
+	struct stat st;
+	key_identity(&h, stat(cfg->workspace, &st), &st);
+	/* the mounts, in order; the identity of every source that is writable or inside the
+	 * workspace (pins, protected paths, placeholders) */
+	key_u64(&h, L->mounts.n_ops);
+	for (size_t i = 0; i < L->mounts.n_ops; i++) {
+		const struct mount_op *op = &L->mounts.ops[i];
+		key_u64(&h, (uint64_t)op->kind);
+		key_str(&h, op->src);
+		key_str(&h, op->dst);
+		key_u64(&h, (uint64_t)op->optional);
+		key_u64(&h, (uint64_t)op->no_symlinks);
+		key_u64(&h, op->size);
+		key_u64(&h, op->ll_access);
+		/* every source a mount takes from the host, and every path a mask hides (its
+		 * existence decides whether it is masked at all) */
+		if (op->src && op->kind != MOP_SYMLINK)
+			key_identity(&h, lstat(op->src, &st), &st);
+		if (op->kind == MOP_MASK && op->dst)
+			key_identity(&h, lstat(op->dst, &st), &st);
+	}
+	key_str(&h, L->mounts.cwd);
+	key_u64(&h, (uint64_t)L->mounts.proc_fallback);
+	/* Landlock */
+	key_u64(&h, (uint64_t)L->ll.abi);
+	key_u64(&h, (uint64_t)L->ll.deny_tcp);
+	key_u64(&h, (uint64_t)L->ll.scope);
+	key_u64(&h, L->ll.n_rules);
+	/* a ruleset holds the files its paths named when it was built: which files they are
+	 * (a rule path inside the sandbox names the same file on the host where the sandbox
+	 * binds it at the same path; where it does not, the host's file only adds a cause
+	 * to rebuild) */
+	for (size_t i = 0; i < L->ll.n_rules; i++) {
+		key_str(&h, L->ll.rules[i].path);
+		key_u64(&h, L->ll.rules[i].access);
+		key_identity(&h, stat(L->ll.rules[i].path, &st), &st);
+	}
+	key_u64(&h, L->n_exec_files);
+	for (size_t i = 0; i < L->n_exec_files; i++) {
+		key_str(&h, L->exec_files[i]);
+		key_identity(&h, stat(L->exec_files[i], &st), &st);
+	}
+	/* rlimits, environment, PATH */
+	key_u64(&h, L->rl.n);
+	for (size_t i = 0; i < L->rl.n; i++) {
+		key_u64(&h, (uint64_t)L->rl.resource[i]);
+		key_u64(&h, (uint64_t)L->rl.value[i].rlim_cur);
+		key_u64(&h, (uint64_t)L->rl.value[i].rlim_max);
+	}
+	for (char **e = L->envp; e && *e; e++)
+		key_str(&h, *e);
+	key_str(&h, NULL);
+	for (char **d = L->path_dirs; d && *d; d++)
+		key_str(&h, *d);
+	key_str(&h, NULL);
+	/* the protected paths held: which files they are now (not whether this plan created
+	 * them: a parked sandbox's placeholders exist when the call's plan looks) */
+	key_u64(&h, L->n_held);
+	for (size_t i = 0; i < L->n_held; i++) {
+		const struct placeholder *ph = &L->held[i];
+		key_str(&h, ph->path);
+		key_u64(&h, ph->watch);
+		key_identity(&h, ph->fd >= 0 ? fstat(ph->fd, &st) : -1, &st);
+	}
+	sha256_digest(&h, 32, out);
+}
 
 static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 {
@@ -757,10 +956,12 @@ static pid_t clone_blocked(struct launch *L, int *cgfd, int *pidfd, int *clone_e
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	L->cgroupns_late = L->cgroupns && L->cg && *cgfd < 0;
+	L->cg_join = L->cg && *cgfd < 0;
 	pid_t pid = clone_sandbox(L, clone_flags(L), *cgfd, pidfd);
 	if (pid < 0 && *cgfd >= 0 && (errno == EINVAL || errno == ENOSYS || errno == EBUSY)) {
-		*cgfd = -1; /* CLONE_INTO_CGROUP unsupported: attach after the clone instead */
+		*cgfd = -1; /* CLONE_INTO_CGROUP unsupported: the child joins after the clone */
 		L->cgroupns_late = L->cgroupns;
+		L->cg_join = true;
 		pid = clone_sandbox(L, clone_flags(L), -1, pidfd);
 	}
 	*clone_errno = errno;
@@ -783,6 +984,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	int pidfd = -1;
 	out->pid = -1;
 	out->ctl_fd = -1;
+	out->go_fd = -1;
 	L.fd_fd3 = L.fd_ctl = -1;
 
 	if ((r = plan_choose_layers(&L, res, err)) < 0 || (r = plan_prepare(&L, res, err)) < 0 ||
@@ -806,9 +1008,31 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.fd_fd3 = fd3;
 	L.fd_ctl = p_ctl[1];
 
+	if (L.cg) {
+		L.n_cg_procs = cgroup_procs_paths(L.cg, L.cg_procs, ARRAY_SIZE(L.cg_procs));
+		if (L.n_cg_procs == (size_t)-1) {
+			L.n_cg_procs = 0;
+			r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "cgroup", "out of memory");
+			goto fail;
+		}
+	}
+	if (cfg->park) {
+		/* Parked only with a pid namespace: killing its init then ends everything in it,
+		 * at once (a parked init without one would wait out a sweep). The key is taken
+		 * before the child exists, so a path replaced meanwhile makes the key miss, never
+		 * match a sandbox that bound the old file. */
+		if (!L.pidns) {
+			r = corral_set_error(err, CORRAL_EUNAVAIL, 0, "park",
+			                     "park: no pid namespace here; sandboxes are built per call");
+			goto fail;
+		}
+		plan_key_compute(&L, out->key);
+	}
 	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno;
 	pid_t pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
-	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno)) {
+	/* (a parked sandbox is only built with its namespaces: see proc_park) */
+	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno) &&
+	    !cfg->park) {
 		/* No user namespaces here: fall down one tier and say so. */
 		if ((r = plan_drop_namespaces(&L, err)) < 0)
 			goto fail;
@@ -842,18 +1066,21 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 			goto fail_kill;
 		}
 	}
-	if (L.cg) {
-		if (cgfd < 0 && (r = cgroup_attach(L.cg, pid, err)) < 0)
-			goto fail_kill;
+	if (L.cg)
 		result_add_layer(res, "cgroup", true, cgroup_describe(L.cg));
-	}
 	if (write(p_sync[1], "x", 1) != 1) {
 		r = corral_set_error(err, CORRAL_ESYS, errno, "sync", "sync: %s", strerror(errno));
 		goto fail_kill;
 	}
 
 	close(p_sync[0]);
-	close(p_sync[1]);
+	if (cfg->park) {
+		/* the command goes this way later (proc_unpark), without blocking the supervisor */
+		out->go_fd = p_sync[1];
+		fcntl(out->go_fd, F_SETFL, O_NONBLOCK);
+	} else {
+		close(p_sync[1]);
+	}
 	close(p_in[0]);
 	close(p_out[1]);
 	close(p_err[1]);
@@ -872,6 +1099,8 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	out->private_tmp = L.private_tmp;
 	out->held = L.held;
 	out->n_held = L.n_held;
+	for (size_t i = 0; i < L.n_cg_procs; i++)
+		free(L.cg_procs[i]);
 	plan_free(&L);
 	return 0;
 
@@ -900,8 +1129,36 @@ fail:
 		free(L.private_tmp);
 	}
 	plan_release_protected(L.held, L.n_held);
+	for (size_t i = 0; i < L.n_cg_procs; i++)
+		free(L.cg_procs[i]);
 	plan_free(&L);
 	out->pid = -1;
+	return r;
+}
+
+int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err)
+{
+	struct launch L;
+	memset(&L, 0, sizeof(L));
+	L.cfg = cfg;
+	L.uid = getuid();
+	L.gid = getgid();
+	L.fd_fd3 = L.fd_ctl = -1;
+	struct corral_result *res = result_new();
+	if (!res)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "plan", "out of memory");
+	int r = plan_choose_layers(&L, res, err);
+	if (r == 0)
+		r = plan_prepare(&L, res, err);
+	if (r == 0)
+		plan_key_compute(&L, key);
+	if (L.cg)
+		cgroup_destroy(L.cg);
+	if (L.private_tmp)
+		rmdir(L.private_tmp);
+	plan_release_protected(L.held, L.n_held);
+	plan_free(&L);
+	corral_result_free(res);
 	return r;
 }
 
@@ -940,6 +1197,11 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
 		                        "landlock: cannot add the rule for %.200s: %s; run with "
 		                        "--mode=auto to continue without Landlock",
+		                        rep->path, strerror(e));
+	if (rep->step == STEP_CGROUP && rep->path[0])
+		return corral_set_error(err, CORRAL_ESETUP, e, step,
+		                        "cgroup: the sandbox cannot join its cgroup (%.200s): %s; "
+		                        "check that the cgroup is writable, or run 'corral check'",
 		                        rep->path, strerror(e));
 	if (rep->step == STEP_CWD)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,

@@ -35,7 +35,10 @@ struct launch {
 	size_t n_exec_files;
 	struct mount_request req;             /* resolved policy paths (strings owned here) */
 	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
-	bool cgroupns_late; /* v1: unshare the cgroup namespace after the parent attached us */
+	bool cgroupns_late; /* v1: unshare the cgroup namespace after joining the cgroup */
+	bool cg_join;       /* not cloned into the cgroup: the child writes itself into these */
+	char *cg_procs[4];
+	size_t n_cg_procs;
 	bool dry_run;       /* explain only: no host side effects (placeholders, tmp, cgroup) */
 };
 

@@ -48,9 +48,10 @@ void plan_argarea(uintptr_t *start, uintptr_t *end)
 	*end = s_end;
 }
 
-/* The seccomp programs are compiled once per process and shared by every launch: one for
+/* The seccomp programs, prepared once per process and shared by every launch: one for
  * sandboxes with namespaces, one for the no-namespace tier (which also denies AF_UNIX
- * sockets). */
+ * sockets). seccomp_prepare() copies the program baked at build time; only a build without
+ * one, or one that fails its sanity check, compiles with libseccomp here. */
 static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seccomp_prog sc_prog[2];
 static int sc_state[2]; /* 0 not tried, 1 ready, -1 failed */
@@ -1381,7 +1382,8 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 	int r;
 	L->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
 	/* Early, clear errors before anything is built (explain reports the decision itself). */
-	if (!L->dry_run && (r = policy_preflight(cfg, err)) < 0)
+	/* (a parked sandbox's argv is a stand-in: each call's own plan key runs its preflight) */
+	if (!L->dry_run && !cfg->park && (r = policy_preflight(cfg, err)) < 0)
 		return r;
 	if ((r = prepare_paths(L, err)) < 0)
 		return r;

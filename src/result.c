@@ -208,6 +208,9 @@ static json_t *result_json(const struct corral_result *res)
 	const char *lim = corral_limit_hit_name(res->limit);
 	json_object_set_new(o, "limit", lim ? json_string(lim) : json_null());
 	json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->duration_ms));
+	json_object_set_new(o, "prebuilt_ms",
+	                    res->prebuilt ? json_integer((json_int_t)res->prebuilt_ms)
+	                                  : json_null());
 	json_object_set_new(o, "stdout",
 	                    json_bytes(res->stdout_buf ? res->stdout_buf : "", res->stdout_len));
 	json_object_set_new(o, "stderr",

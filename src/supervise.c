@@ -40,6 +40,8 @@ struct corral_proc {
 	uint64_t dl_timeout, dl_kill, dl_drain, dl_sweep; /* absolute ms; 0 = unset */
 	uint64_t dl_idle; /* a redaction release is due (output held back, then quiet) */
 	bool reaped, got_exit, got_fail, killed, cancelled, finished, result_taken;
+	bool parked;       /* built, the command not yet given (proc_park) */
+	uint64_t t_parked; /* when it was built */
 	pid_t cmd_pid;
 	struct report exit_rep, fail_rep;
 	int init_status;
@@ -480,18 +482,33 @@ static void finish(corral_proc *p)
 		}
 		capture_free(&p->cap[s]);
 	}
-	if (p->lo.cg) {
+	/* With the init still exiting (early_exit), its cgroup and the host state it uses go
+	 * when it has been reaped (corral_proc_destroy). */
+	if (p->reaped && p->lo.cg) {
 		cgroup_destroy(p->lo.cg);
 		p->lo.cg = NULL;
 	}
-	release_host_state(p);
+	if (p->reaped)
+		release_host_state(p);
 	violations_collect(p->cfg, res);
+	/* nothing is due any more (an early finish leaves the init to corral_proc_destroy) */
+	p->dl_timeout = p->dl_kill = p->dl_drain = p->dl_sweep = p->dl_idle = 0;
+	arm_timer(p);
 	p->finished = true;
+}
+
+/* In a pid namespace the init kills and reaps everything before it reports EXIT, and then
+ * only exits: the result is complete with that report and the end of the output. The init's
+ * own exit (the namespaces' teardown, a fraction of a millisecond) is waited for afterwards,
+ * by corral_proc_destroy, not by whoever waits for the result. */
+static bool early_exit(const corral_proc *p)
+{
+	return p->lo.pidns && p->got_exit && !p->killed;
 }
 
 static bool is_done(const corral_proc *p)
 {
-	return p->reaped && p->lo.out_fd < 0 && p->lo.err_fd < 0;
+	return (p->reaped || early_exit(p)) && p->lo.out_fd < 0 && p->lo.err_fd < 0;
 }
 
 int corral_proc_step(corral_proc *p, int timeout_ms, struct corral_error *err)
@@ -552,8 +569,8 @@ static void proc_free(corral_proc *p)
 {
 	if (!p)
 		return;
-	int *fds[] = {&p->lo.pidfd,     &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd,
-	              &p->lo.report_fd, &p->timerfd,   &p->epfd,      &p->lo.ctl_fd};
+	int *fds[] = {&p->lo.pidfd,  &p->lo.out_fd, &p->lo.err_fd, &p->lo.in_fd, &p->lo.report_fd,
+	              &p->timerfd,   &p->epfd,      &p->lo.ctl_fd, &p->lo.go_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
 		if (*fds[i] >= 0) {
 			close(*fds[i]);
@@ -611,7 +628,7 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	if (!p)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "spawn", "out of memory");
 	p->lo.pidfd = p->lo.out_fd = p->lo.err_fd = p->lo.in_fd = p->lo.report_fd = -1;
-	p->lo.ctl_fd = -1;
+	p->lo.ctl_fd = p->lo.go_fd = -1;
 	p->timerfd = p->epfd = -1;
 	p->cfg = config_dup(cfg);
 	p->res = result_new();
@@ -659,11 +676,175 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 		corral_proc_destroy(p);
 		return r;
 	}
-	if (p->cfg->timeout_ms)
+	p->parked = p->cfg->park;
+	p->t_parked = now_ms(); /* built (the init may still be on its last setup steps) */
+	if (p->cfg->timeout_ms && !p->parked) /* parked: the deadline starts with the command */
 		p->dl_timeout = p->t_start + p->cfg->timeout_ms;
 	arm_timer(p);
 	*out = p;
 	return 0;
+}
+
+/* ---- parked sandboxes (the MCP server's --prebuild; DESIGN §18) ------------------------- */
+
+bool proc_parkable(const struct corral_config *cfg)
+{
+	if (!cfg->argv || cfg->mode == CORRAL_MODE_NONE || cfg->stdin_is_data ||
+	    cfg->stdin_fd >= 0 || cfg->stdout_fd >= 0 || cfg->stderr_fd >= 0 || cfg->tty ||
+	    cfg->init_ctl || cfg->cmd_fd3 >= 0)
+		return false;
+	size_t bytes = 0, n = 0;
+	for (char **a = cfg->argv; *a; a++, n++)
+		bytes += strlen(*a) + 1;
+	return n > 0 && n <= PARK_MAX_ARGC && bytes <= PARK_MAX_ARGV_BYTES;
+}
+
+int proc_park(const struct corral_config *cfg, corral_proc **out, uint8_t key[32],
+              struct corral_error *err)
+{
+	*out = NULL;
+	if (!proc_parkable(cfg))
+		return corral_set_error(err, CORRAL_EINVAL, 0, "park",
+		                        "park: this configuration cannot run in a parked sandbox");
+	struct corral_config *c = config_dup(cfg);
+	if (!c)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "park", "out of memory");
+	c->park = true;
+	c->out_cb = NULL;
+	c->out_ud = NULL;
+	corral_proc *p;
+	int r = corral_spawn(c, &p, err);
+	corral_config_free(c);
+	if (r < 0)
+		return r;
+	/* Only a sandbox with its own pid namespace: killing its init ends everything in it, so
+	 * one that is never used leaves nothing behind. */
+	if (!p->lo.pidns || p->lo.go_fd < 0) {
+		corral_proc_destroy(p);
+		return corral_set_error(err, CORRAL_EUNAVAIL, 0, "park",
+		                        "park: no pid namespace here; sandboxes are built per call");
+	}
+	memcpy(key, p->lo.key, 32);
+	*out = p;
+	return 0;
+}
+
+bool proc_parked_ok(corral_proc *p)
+{
+	if (!p->parked || p->finished)
+		return false;
+	corral_proc_step(p, 0, NULL);
+	return !p->reaped && !p->got_fail && p->lo.go_fd >= 0;
+}
+
+static void free_identity(struct corral_result *r)
+{
+	for (char **a = r->argv; a && *a; a++)
+		free(*a);
+	free(r->argv);
+	free(r->command);
+	r->argv = NULL;
+	r->command = NULL;
+}
+
+int proc_unpark(corral_proc *p, const struct corral_config *cfg, struct corral_error *err)
+{
+	if (!proc_parked_ok(p))
+		return corral_set_error(err, CORRAL_ESTATE, 0, "park",
+		                        "park: the sandbox is no longer parked");
+	if (!proc_parkable(cfg))
+		return corral_set_error(err, CORRAL_EINVAL, 0, "park",
+		                        "park: this configuration cannot run in a parked sandbox");
+	size_t bytes = 0, n = 0;
+	for (char **a = cfg->argv; *a; a++, n++)
+		bytes += strlen(*a) + 1;
+	struct corral_config *nc = config_dup(cfg);
+	char *msg = malloc(8 + bytes);
+	struct corral_result id = {0};
+	if (!nc || !msg || fill_result_identity(&id, cfg) < 0)
+		goto nomem;
+	nc->park = false;
+	/* cfg's redaction, ready before the command can write a byte */
+	struct corral_config *old_cfg = p->cfg;
+	struct redactor *old_red = p->red;
+	struct redact_stream *old_rs[2] = {p->rs[0], p->rs[1]};
+	const char *old_mode = p->res->redaction_mode;
+	p->cfg = nc;
+	p->red = NULL;
+	p->rs[0] = p->rs[1] = NULL;
+	if (setup_redaction(p) < 0) {
+		for (int s = 0; s < 2; s++)
+			redact_stream_free(p->rs[s]);
+		redactor_free(p->red);
+		p->cfg = old_cfg;
+		p->red = old_red;
+		p->rs[0] = old_rs[0];
+		p->rs[1] = old_rs[1];
+		p->res->redaction_mode = old_mode;
+		for (int s = 0; s < 2; s++)
+			p->sink[s] = (struct sink){p, s + 1};
+		goto nomem;
+	}
+	for (int s = 0; s < 2; s++)
+		redact_stream_free(old_rs[s]);
+	redactor_free(old_red);
+	corral_config_free(old_cfg);
+
+	uint32_t h[2] = {(uint32_t)bytes, (uint32_t)n};
+	memcpy(msg, h, sizeof(h));
+	size_t off = sizeof(h);
+	for (char **a = cfg->argv; *a; a++) {
+		size_t l = strlen(*a) + 1;
+		memcpy(msg + off, *a, l);
+		off += l;
+	}
+	/* The init may be gone: no SIGPIPE for the caller (see write_stdin). */
+	sigset_t pipe_set, old;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	size_t done = 0;
+	int werr = 0;
+	while (done < off) {
+		ssize_t w = write(p->lo.go_fd, msg + done, off - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			werr = w < 0 ? errno : EIO;
+			struct timespec zero = {0, 0};
+			sigtimedwait(&pipe_set, NULL, &zero);
+			break;
+		}
+		done += (size_t)w;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	free(msg);
+	close(p->lo.go_fd);
+	p->lo.go_fd = -1;
+	p->parked = false;
+	free_identity(p->res);
+	p->res->argv = id.argv;
+	p->res->command = id.command;
+	capture_free(&p->cap[0]);
+	capture_free(&p->cap[1]);
+	capture_init(&p->cap[0], nc->output_cap);
+	capture_init(&p->cap[1], nc->output_cap);
+	p->t_start = now_ms();
+	p->res->prebuilt = 1;
+	p->res->prebuilt_ms = p->t_start - p->t_parked;
+	if (werr)
+		return corral_set_error(err, CORRAL_ESYS, werr, "park",
+		                        "park: cannot hand the command to the sandbox: %s",
+		                        strerror(werr));
+	if (nc->timeout_ms)
+		p->dl_timeout = p->t_start + nc->timeout_ms;
+	arm_timer(p);
+	return 0;
+nomem:
+	corral_config_free(nc);
+	free(msg);
+	free_identity(&id);
+	return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "park", "out of memory");
 }
 
 int corral_proc_fd(const corral_proc *p)

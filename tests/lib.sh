@@ -12,10 +12,18 @@ assert_not_contains() { [[ $1 != *"$2"* ]] || fail "must not contain '$2', got: 
 is_root() { [ "$(id -u)" = 0 ]; }
 
 # corral run in the test workspace. corral_via runs a `corral run` command line as it is, or,
-# with CORRAL_VIA=mcp, the same run through `corral mcp` (tests/escape/via_mcp.py): one test
-# body then checks both front doors.
+# with CORRAL_VIA=mcp, the same run through `corral mcp` (tests/escape/via_mcp.py), or, with
+# CORRAL_VIA=mcp-prebuilt, through `corral mcp --prebuild 1` in a sandbox built ahead of the
+# call (the fast path; via_mcp.py fails a call that did not get one): one test body then
+# checks every front door.
+via_mcp_door() { [[ ${CORRAL_VIA:-cli} == mcp* ]]; }
 corral_via() {
-	if [ "${CORRAL_VIA:-cli}" = mcp ]; then python3 "$TESTDIR/escape/via_mcp.py" "$@"; else "$@"; fi
+	if via_mcp_door; then
+		VIA_MCP_PREBUILT=$([ "$CORRAL_VIA" = mcp-prebuilt ] && echo 1) \
+			python3 "$TESTDIR/escape/via_mcp.py" "$@"
+	else
+		"$@"
+	fi
 }
 cr() { corral_via "$CORRAL" run -w "$WS" "$@"; }
 # JSON field of a result (needs python3 only as a JSON reader on the host)

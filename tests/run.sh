@@ -8,6 +8,7 @@
 #                        is available on the CI machine kind)
 #   TESTS=pattern        only run integration tests whose name matches
 #   CORRAL_SECOND_PASS   internal: set for the unprivileged re-run
+# The first pass also runs the MCP tests (test_mcp_*) again with CORRAL_MCP_PREBUILD=2.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -87,12 +88,33 @@ rm -rf "$LT_WS"
 note "== integration and escape tests ($WHO)"
 source "$ROOT/tests/lib.sh"
 for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
+	# a test file that does not even parse must not pass by defining no tests
+	if [ -f "$f" ] && ! bash -n "$f"; then
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("$f")
+		echo "  [$WHO] FAIL $f does not parse"
+	fi
 	[ -f "$f" ] && source "$f"
 done
 for t in $(declare -F | awk '{print $3}' | grep '^test_' | sort); do
 	if [ -n "${TESTS:-}" ] && ! [[ $t == *${TESTS}* ]]; then continue; fi
 	run_one "$t"
 done
+
+# The fast path (issue 9): the MCP server's tests again, with every server keeping two
+# sandboxes built ahead (CORRAL_MCP_PREBUILD is the default of --prebuild). The escape
+# battery has its own door for it (test_escape_mcppre_*, which must be served prebuilt).
+if [ -z "${CORRAL_SECOND_PASS:-}" ]; then
+	note "== MCP tests with --prebuild 2 ($WHO)"
+	WHO0=$WHO WHO="$WHO, prebuild"
+	export CORRAL_MCP_PREBUILD=2
+	for t in $(declare -F | awk '{print $3}' | grep '^test_mcp_' | sort); do
+		if [ -n "${TESTS:-}" ] && ! [[ $t == *${TESTS}* ]]; then continue; fi
+		run_one "$t"
+	done
+	unset CORRAL_MCP_PREBUILD
+	WHO=$WHO0
+fi
 
 rm -rf "$SCRATCH"
 

@@ -66,6 +66,9 @@ void usage_mcp(FILE *f)
 	    "                           100000); 0 = no limit of that kind\n"
 	    "      --max-concurrent N   sandboxes running at once (default: 2 x cores); more\n"
 	    "                           calls wait in a FIFO queue\n"
+	    "      --prebuild N         keep N sandboxes built ahead, used once each by calls\n"
+	    "                           whose plan matches (default 0: each call builds its\n"
+	    "                           own); refilled when the server is idle\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
 	    "      --max-sessions N     shell sessions open at once (default 8)\n"
@@ -96,6 +99,7 @@ enum {
 	OPT_NET,
 	OPT_MODE,
 	OPT_MAX_CONCURRENT,
+	OPT_PREBUILD,
 	OPT_MAX_QUEUE,
 	OPT_MAX_SESSIONS,
 	OPT_SESSION_IDLE,
@@ -130,6 +134,7 @@ static const struct option long_opts[] = {
     {"net", required_argument, NULL, OPT_NET},
     {"mode", required_argument, NULL, OPT_MODE},
     {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
+    {"prebuild", required_argument, NULL, OPT_PREBUILD},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
@@ -302,6 +307,12 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 			return cli_bad_value("--max-concurrent", arg, why);
 		o->max_concurrent = (unsigned)v;
 		return 0;
+	case OPT_PREBUILD:
+		if (strcmp(arg, "0") && parse_count(arg, 64, &v, &why) < 0)
+			return cli_bad_value("--prebuild", arg,
+			                     "expected a number of sandboxes from 0 to 64");
+		o->prebuild = strcmp(arg, "0") ? (unsigned)v : 0;
+		return 0;
 	case OPT_MAX_QUEUE:
 		if (strcmp(arg, "0") && parse_count(arg, 1u << 24, &v, &why) < 0)
 			return cli_bad_value("--max-queue", arg, why);
@@ -391,6 +402,16 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	o->max_jobs = 16;
 	o->job_timeout_ms = 60 * 60 * 1000;
 	o->max_finished_jobs = 64;
+	/* --prebuild's default from the environment (the test suite's fast-path pass uses it) */
+	const char *pre = getenv("CORRAL_MCP_PREBUILD");
+	if (pre && *pre) {
+		uint64_t v;
+		const char *why = NULL;
+		if (strcmp(pre, "0") && parse_count(pre, 64, &v, &why) < 0)
+			return cli_bad_value("CORRAL_MCP_PREBUILD", pre,
+			                     "expected a number of sandboxes from 0 to 64");
+		o->prebuild = strcmp(pre, "0") ? (unsigned)v : 0;
+	}
 	o->audit_max_age_ms = AUDIT_DEFAULT_MAX_AGE_MS;
 	o->audit_max_rows = AUDIT_DEFAULT_MAX_ROWS;
 	struct flags fl = {0};

@@ -153,6 +153,7 @@ struct mcp_options {
 	                     allow globs); deny globs still win */
 	size_t n_allow_env;
 	unsigned max_concurrent;  /* running sandboxes */
+	unsigned prebuild;        /* parked sandboxes kept built ahead (0: none) */
 	size_t max_queue;         /* waiting calls beyond that */
 	size_t max_message;       /* bytes per incoming message */
 	bool audit_off;           /* --audit off */

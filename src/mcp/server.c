@@ -58,6 +58,12 @@
 #define OUTQ_LOW (4u << 20)
 #define SHUTDOWN_FLUSH_MS 2000 /* how long replies already built may take to drain at exit */
 #define SHUTDOWN_REAP_MS 1000  /* how long killed sandboxes may take to end in a result */
+#define POOL_IDLE_MS 10        /* --prebuild: refill after the server was idle this long */
+#define POOL_MAX_AGE_MS 60000  /* --prebuild: a parked sandbox is rebuilt after this long */
+#define POOL_MAX_FAILS 3       /* --prebuild: builds failing in a row pause the pool ... */
+#define POOL_PAUSE_MS 60000    /* ... this long */
+#define POOL_FD_GUESS 32       /* --prebuild: descriptors of a parked sandbox, until measured */
+#define POOL_ROOM_WAIT_MS 1000 /* --prebuild: no descriptors to spare: look again after this */
 /* Descriptors: a call is started only while the server has room for one more sandbox (what
  * one has taken so far, measured, plus this margin for the launch's transient pipes), so
  * that running out surfaces as a clean "too many open files" result before the launcher
@@ -172,6 +178,23 @@ struct server {
 	unsigned audit_fails_in_row;
 	uint64_t audit_paused_until; /* monotonic ms */
 	int fd_per_call; /* most descriptors one running sandbox has taken (0: unknown) */
+	/* --prebuild: sandboxes built ahead (DESIGN §18), each used by one call whose plan key
+	 * matches; built from the configuration of the latest call that could use one */
+	struct parked {
+		corral_proc *p;
+		uint8_t key[32];
+		uint64_t born;
+		struct parked *next;
+	} *pool;
+	unsigned n_pool;
+	corral_config *pool_tmpl;
+	uint64_t busy_at; /* monotonic ms of the latest event */
+	struct parked *pool_dead; /* dropped: killed, reaped when the server is idle */
+	unsigned pool_fails;      /* builds that failed (or died parked) since the last use */
+	unsigned pool_target;     /* how many to keep: 1 after a miss, --prebuild after a use */
+	bool pool_off;            /* cannot work here (no pid namespace): for good */
+	int fd_per_park;          /* descriptors one parked sandbox holds (0: not measured) */
+	uint64_t pool_wait_until; /* no room for another (descriptors): not before this */
 };
 
 static uint64_t now_ms(void)
@@ -895,6 +918,242 @@ static void on_output(void *ud, int stream, const char *buf, size_t len)
 
 static void start_pipeline(struct server *s, struct call *c);
 
+/* ---- parked sandboxes (--prebuild; DESIGN §18) -------------------------------------------
+ * A parked sandbox is a whole sandbox of one plan (namespaces, mounts, limits; the init
+ * waiting before the command), built while the server is idle. A call whose plan key
+ * matches (launch_plan_key: everything the sandbox is made of, with the identity of the
+ * protected and writable paths) gets it instead of a fresh one and runs its command there;
+ * it is never used again. Nothing is shared between calls, so the isolation is the same;
+ * the result says prebuilt_ms. A key that does not match (another cwd or environment, a
+ * protected path that appeared, was replaced or went away) drops the pool, and the next
+ * refill builds from the new call's configuration. */
+
+/* Drop the parked sandboxes: killed now, reaped later (pool_reap), off the call's path. */
+static void pool_drop(struct server *s)
+{
+	while (s->pool) {
+		struct parked *e = s->pool;
+		s->pool = e->next;
+		proc_signal_init(e->p, SIGKILL);
+		e->next = s->pool_dead;
+		s->pool_dead = e;
+	}
+	s->n_pool = 0;
+}
+
+static void pool_reap(struct server *s)
+{
+	while (s->pool_dead) {
+		struct parked *e = s->pool_dead;
+		s->pool_dead = e->next;
+		corral_proc_destroy(e->p);
+		free(e);
+	}
+}
+
+#ifdef MCP_NO_LAUNCH
+static corral_proc *pool_take(struct server *s, const struct call *c)
+{
+	(void)s;
+	(void)c;
+	return NULL;
+}
+static void pool_remember(struct server *s, const struct call *c, const corral_config *cfg)
+{
+	(void)s;
+	(void)c;
+	(void)cfg;
+}
+static int pool_timeout(struct server *s)
+{
+	(void)s;
+	return -1;
+}
+static void pool_refill(struct server *s)
+{
+	(void)s;
+}
+#else
+static bool pool_aged(const struct parked *e, uint64_t t)
+{
+	return t - e->born >= POOL_MAX_AGE_MS;
+}
+
+static corral_proc *pool_take(struct server *s, const struct call *c)
+{
+	const corral_config *cfg = c->plan.cfg;
+	if (!s->o->prebuild || s->pool_off || c->plan.tool != TOOL_RUN_COMMAND ||
+	    !proc_parkable(cfg) || !s->pool)
+		return NULL;
+	uint8_t key[32];
+	struct corral_error err = {0};
+	if (launch_plan_key(cfg, key, &err) < 0) {
+		/* out of descriptors: the parked sandboxes hold some; give them back first */
+		if (err.sys_errno == EMFILE || err.sys_errno == ENFILE) {
+			pool_drop(s);
+			pool_reap(s);
+			s->pool_wait_until = now_ms() + POOL_ROOM_WAIT_MS;
+		}
+		return NULL; /* the plain launch reports what is wrong */
+	}
+	uint64_t t = now_ms();
+	for (struct parked **pp = &s->pool; *pp; pp = &(*pp)->next) {
+		struct parked *e = *pp;
+		if (memcmp(e->key, key, sizeof(key)) != 0 || pool_aged(e, t) ||
+		    !proc_parked_ok(e->p))
+			continue;
+		*pp = e->next;
+		s->n_pool--;
+		corral_proc *p = e->p;
+		free(e);
+		if (proc_unpark(p, cfg, &err) == 0) {
+			s->pool_fails = 0;
+			s->pool_target = s->o->prebuild;
+			return p;
+		}
+		corral_proc_destroy(p);
+		return NULL;
+	}
+	/* built for another plan, or the host changed since: drop them, and build one (not
+	 * all N) for the next plan until a call uses it, so that alternating plans cost one
+	 * build per call at most */
+	pool_drop(s);
+	s->pool_target = 1;
+	return NULL;
+}
+
+/* A call ran in a sandbox: the next refill builds for calls like it. Only a call that
+ * started (one that was refused tells nothing about the next). */
+static void pool_remember(struct server *s, const struct call *c, const corral_config *cfg)
+{
+	if (!s->o->prebuild || s->pool_off || c->plan.tool != TOOL_RUN_COMMAND ||
+	    !proc_parkable(cfg))
+		return;
+	corral_config *t = corral_config_dup(cfg);
+	if (!t)
+		return;
+	corral_config_set_output_cb(t, NULL, NULL);
+	corral_config_free(s->pool_tmpl);
+	s->pool_tmpl = t;
+}
+
+/* What the next refill builds: the latest call that ran and could use a parked sandbox, or
+ * before the first one, a run_command of the server's own policy (its argv a stand-in: a
+ * parked sandbox's preflight is each call's own). NULL: nothing to build. */
+static corral_config *pool_template(struct server *s)
+{
+	if (!s->pool_tmpl && s->o->base) {
+		static const char *const argv[] = {"true", NULL};
+		corral_config *c = corral_config_dup(s->o->base);
+		if (!c || corral_config_set_argv(c, argv, NULL) < 0) {
+			corral_config_free(c);
+			return NULL;
+		}
+		s->pool_tmpl = c;
+	}
+	return s->pool_tmpl && proc_parkable(s->pool_tmpl) ? s->pool_tmpl : NULL;
+}
+
+/* Milliseconds until a refill is due (-1: none): only when the server has been idle. */
+static int pool_timeout(struct server *s)
+{
+	if (!s->o->prebuild || s->pool_off || s->stop || !pool_template(s))
+		return -1;
+	uint64_t t = now_ms();
+	if (!s->pool_target)
+		s->pool_target = s->o->prebuild;
+	uint64_t due = s->busy_at + POOL_IDLE_MS;
+	if (s->n_pool >= s->pool_target && !s->pool_dead) {
+		if (!s->pool)
+			return -1;
+		/* full: due when the oldest ages (it is rebuilt then) */
+		uint64_t aged = s->pool->born + POOL_MAX_AGE_MS;
+		if (aged > due)
+			due = aged;
+	}
+	if (due < s->pool_wait_until)
+		due = s->pool_wait_until;
+	return t >= due ? 0 : (int)(due - t);
+}
+
+/* Builds keep failing (or dying before use): drop what is parked and try again later. */
+static void pool_pause(struct server *s, const char *why)
+{
+	logmsg("--prebuild: %u sandboxes built ahead failed in a row (last: %s); calls build "
+	       "their own, next try in %d s",
+	       s->pool_fails, why, POOL_PAUSE_MS / 1000);
+	pool_drop(s);
+	pool_reap(s);
+	s->pool_fails = 0;
+	s->pool_wait_until = now_ms() + POOL_PAUSE_MS;
+}
+
+static void pool_refill(struct server *s)
+{
+	if (pool_timeout(s) != 0)
+		return;
+	pool_reap(s);
+	uint64_t t = now_ms();
+	/* the oldest first: rebuilt, so that what a parked sandbox shows of the host (its
+	 * read-only system files) is never older than POOL_MAX_AGE_MS */
+	for (struct parked **pp = &s->pool; *pp;) {
+		struct parked *e = *pp;
+		bool aged = pool_aged(e, t), dead = !aged && !proc_parked_ok(e->p);
+		if (aged || dead) {
+			*pp = e->next;
+			s->n_pool--;
+			corral_proc_destroy(e->p);
+			free(e);
+			if (dead) /* a setup step failed after the build */
+				s->pool_fails++;
+		} else {
+			pp = &e->next;
+		}
+	}
+	if (s->pool_fails >= POOL_MAX_FAILS) {
+		pool_pause(s, "a sandbox built ahead ended before it was used");
+		return;
+	}
+	corral_config *tmpl = pool_template(s);
+	if (s->n_pool >= s->pool_target || !tmpl)
+		return;
+	/* A parked sandbox holds descriptors (its pipes, its protected paths): never take the
+	 * room a call needs (its own, and its plan key's while it is computed). */
+	struct rlimit rl;
+	int used = count_fds();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0) {
+		int call = (s->fd_per_call ? s->fd_per_call : FD_PER_CALL_GUESS) + FD_MARGIN;
+		int park = s->fd_per_park ? s->fd_per_park : POOL_FD_GUESS;
+		if ((uint64_t)used + (uint64_t)(park + 2 * call) > (uint64_t)rl.rlim_cur) {
+			s->pool_wait_until = t + POOL_ROOM_WAIT_MS;
+			return;
+		}
+	}
+	struct parked *e = calloc(1, sizeof(*e));
+	struct corral_error err = {0};
+	if (!e || proc_park(tmpl, &e->p, e->key, &err) < 0) {
+		free(e);
+		if (err.code == CORRAL_EUNAVAIL && !strcmp(err.step, "park")) {
+			s->pool_off = true; /* no pid namespace on this host: never */
+			logmsg("--prebuild is off: %s", err.message);
+		} else if (++s->pool_fails >= POOL_MAX_FAILS) {
+			pool_pause(s, err.message[0] ? err.message : "out of memory");
+		}
+		return;
+	}
+	int after = count_fds();
+	if (used >= 0 && after > used && after - used > s->fd_per_park)
+		s->fd_per_park = after - used;
+	e->born = now_ms();
+	/* newest last: the oldest is used first and ages out first */
+	struct parked **pp = &s->pool;
+	while (*pp)
+		pp = &(*pp)->next;
+	*pp = e;
+	s->n_pool++;
+}
+#endif
+
 static void start_call(struct server *s, struct call *c)
 {
 	if (c->plan.tool == TOOL_RUN_PIPELINE) {
@@ -909,8 +1168,12 @@ static void start_call(struct server *s, struct call *c)
 	c->cwd = strdup(cfg->cwd ? cfg->cwd : cfg->workspace);
 	corral_config_set_output_cb(c->plan.cfg, on_output, c);
 	int before, r = -1;
-	if (fd_room(s, &before, &err))
-		r = corral_spawn(c->plan.cfg, &c->proc, &err);
+	if (fd_room(s, &before, &err)) {
+		c->proc = pool_take(s, c);
+		r = c->proc ? 0 : corral_spawn(c->plan.cfg, &c->proc, &err);
+		if (r == 0)
+			pool_remember(s, c, c->plan.cfg);
+	}
 	if (r == 0 && before >= 0) {
 		int after = count_fds();
 		if (after > before && after - before > s->fd_per_call)
@@ -2285,13 +2548,20 @@ static void run_loop(struct server *s)
 {
 	struct epoll_event evs[64];
 	while (!s->stop) {
-		int n = epoll_wait(s->epfd, evs, 64, loop_timeout(s));
+		int t = loop_timeout(s), pt = pool_timeout(s);
+		if (pt >= 0 && (t < 0 || pt < t))
+			t = pt;
+		int n = epoll_wait(s->epfd, evs, 64, t);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			logmsg("epoll_wait: %s; shutting down", strerror(errno));
 			break;
 		}
+		if (n > 0)
+			s->busy_at = now_ms();
+		else
+			pool_refill(s);
 		for (int i = 0; i < n && !s->stop; i++) {
 			struct watch *w = evs[i].data.ptr;
 			switch (w->kind) {
@@ -2365,6 +2635,10 @@ static void shutdown_all(struct server *s)
 	 * in one wait) so that it is recorded as cancelled; what does not end in time is
 	 * recorded as cut off. Sessions close first (their jobs end with them). */
 	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
+	pool_drop(s);
+	pool_reap(s);
+	corral_config_free(s->pool_tmpl);
+	s->pool_tmpl = NULL;
 	stateful_shutdown(s);
 	shutdown_reap(s, reap_until);
 	while (s->calls) {

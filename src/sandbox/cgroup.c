@@ -669,19 +669,23 @@ int cgroup_clone_fd(const struct cgroup_handle *cg)
 	return cg ? cg->fd : -1;
 }
 
-int cgroup_attach(struct cgroup_handle *cg, pid_t pid, struct corral_error *err)
+size_t cgroup_procs_paths(const struct cgroup_handle *cg, char **out, size_t max)
 {
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%d", (int)pid);
-	for (int c = 0; c < CTL_N; c++) {
+	size_t n = 0;
+	for (int c = 0; cg && c < CTL_N; c++) {
 		if (!cg->dir[c])
 			continue;
-		int rc = write_at(cg->dir[c], "cgroup.procs", buf);
-		if (rc < 0)
-			return fail(err, -rc, "attach the sandbox to", cg->dir[c],
-			            "check that the process is alive and the cgroup writable");
+		char *p = n < max ? malloc(strlen(cg->dir[c]) + sizeof("/cgroup.procs")) : NULL;
+		if (!p) {
+			while (n)
+				free(out[--n]);
+			return (size_t)-1;
+		}
+		strcpy(p, cg->dir[c]);
+		strcat(p, "/cgroup.procs");
+		out[n++] = p;
 	}
-	return 0;
+	return n;
 }
 
 /* The directory holding ctl's files: per hierarchy on v1, the one directory on v2. */

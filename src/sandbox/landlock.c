@@ -178,7 +178,7 @@ out:
 	return ret;
 }
 
-int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule)
+int landlock_prepare_child(const struct landlock_spec *spec, int *failed_rule)
 {
 	struct ll_ruleset_attr attr = {0};
 	size_t attr_size = sizeof(attr.handled_access_fs);
@@ -217,10 +217,15 @@ int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule)
 		if (ret < 0) {
 			if (failed_rule)
 				*failed_rule = (int)i;
-			goto out;
+			close(ruleset_fd);
+			return ret;
 		}
 	}
+	return ruleset_fd;
+}
 
+int landlock_restrict_child(int ruleset_fd)
+{
 	/* restrict_self needs no_new_privs or CAP_SYS_ADMIN in the current user namespace, so
 	 * an unprivileged process cannot confuse a setuid program it execs. launch.c runs this
 	 * in the command process after the fork, when no_new_privs is set and the capabilities
@@ -229,8 +234,16 @@ int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule)
 	 * The domain covers this thread only; the child is single-threaded here, and every
 	 * process it later creates inherits it. */
 	if (syscall(__NR_landlock_restrict_self, ruleset_fd, 0) < 0)
-		ret = -errno;
-out:
-	close(ruleset_fd);
+		return -errno;
+	return 0;
+}
+
+int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule)
+{
+	int fd = landlock_prepare_child(spec, failed_rule);
+	if (fd < 0)
+		return fd;
+	int ret = landlock_restrict_child(fd);
+	close(fd);
 	return ret;
 }

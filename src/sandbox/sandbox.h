@@ -129,6 +129,11 @@ int landlock_probe_abi(void);
  * Requires no_new_privs or CAP_SYS_ADMIN in the current user namespace. *failed_rule is the
  * index of a rule whose add failed, or -1. */
 int landlock_apply_child(const struct landlock_spec *spec, int *failed_rule);
+/* The same in two steps: build the ruleset (returns its fd, or -errno with *failed_rule),
+ * then restrict the calling process with it. A ruleset may restrict many processes: the
+ * init prepares it once, and the command (and each session job) restricts itself. */
+int landlock_prepare_child(const struct landlock_spec *spec, int *failed_rule);
+int landlock_restrict_child(int ruleset_fd);
 
 /* ---- seccomp.c ------------------------------------------------------------------------ */
 
@@ -141,10 +146,19 @@ struct seccomp_opts {
 	int deny_unix_sockets; /* 1: socket(AF_UNIX) fails (no-namespace tier; socketpair stays) */
 };
 
-/* Parent: compile the default deny-list filter with libseccomp once (callers may cache the
- * result and reuse it for many launches). */
+/* Parent: the default deny-list filter for opts (callers may cache the result and reuse it
+ * for many launches): a copy of the program baked at build time when there is one for opts
+ * (seccomp_baked()), else compiled now with libseccomp (seccomp_compile()). */
 int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
                     struct corral_error *err);
+/* Parent: compile the filter with libseccomp, always (the fallback, and what the build-time
+ * generator tools/seccomp_gen.c and the tests compare the baked programs with). */
+int seccomp_compile(const struct seccomp_opts *opts, struct seccomp_prog *out,
+                    struct corral_error *err);
+/* The program baked at build time for opts and *len, its length in instructions; NULL when
+ * this build has none for opts, or it fails a sanity check (built for another architecture
+ * than libseccomp's native one here; a jump out of the program; no final return). */
+const struct sock_filter *seccomp_baked(const struct seccomp_opts *opts, size_t *len);
 void seccomp_prog_free(struct seccomp_prog *prog);
 /* Child: load the compiled filter (needs no_new_privs set before). */
 int seccomp_apply_child(const struct seccomp_prog *prog);
@@ -196,8 +210,10 @@ int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
                    struct corral_error *err);
 /* Parent: fd of the v2 cgroup directory for CLONE_INTO_CGROUP, or -1 (v1). */
 int cgroup_clone_fd(const struct cgroup_handle *cg);
-/* Parent: move pid into the cgroup (v1, or v2 when CLONE_INTO_CGROUP was not used). */
-int cgroup_attach(struct cgroup_handle *cg, pid_t pid, struct corral_error *err);
+/* The cgroup.procs files the sandbox joins (one per v1 hierarchy, one on v2; v1 without
+ * CLONE_INTO_CGROUP), for the child to write itself into: malloc'ed paths into out, their
+ * number returned; (size_t)-1 (nothing kept) when out of memory or more than max. */
+size_t cgroup_procs_paths(const struct cgroup_handle *cg, char **out, size_t max);
 /* Parent: did the memory limit kill something (memory.events oom_kill / v1 oom_control)? */
 int cgroup_oom_killed(struct cgroup_handle *cg);
 /* Parent: OOM kills in the cgroup so far (sessions compare it per command). */

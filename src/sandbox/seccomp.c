@@ -14,6 +14,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,7 +375,7 @@ static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *out, struct corral
 	return 0;
 }
 
-int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
+int seccomp_compile(const struct seccomp_opts *opts, struct seccomp_prog *out,
                     struct corral_error *err)
 {
 	if (!out)
@@ -395,6 +396,93 @@ int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
 		rc = export_bpf(ctx, &out->fprog, err);
 	seccomp_release(ctx);
 	return rc;
+}
+
+/* ---- the programs baked at build time ----------------------------------------------------
+ *
+ * The Makefile builds tools/seccomp_gen.c with this file (CORRAL_SECCOMP_GEN defined), runs
+ * it, and it writes $(BUILD)/gen/seccomp_baked.h: seccomp_compile()'s output for every
+ * variant plan_seccomp() asks for, as sock_filter arrays. The header is included here when
+ * it exists (the Makefile adds its directory to the include path of this file only), so a
+ * launch copies a program instead of running libseccomp's compiler. A build without it
+ * (this file compiled by hand) compiles at run time, as before. */
+struct seccomp_baked_prog {
+	int allow_userns, deny_unix_sockets; /* the seccomp_opts it was compiled for */
+	unsigned short len;
+	const struct sock_filter *insns;
+};
+/* A new option must be keyed here, in seccomp_baked() and in tools/seccomp_gen.c: a program
+ * baked without it must not be taken for one with it. */
+_Static_assert(sizeof(struct seccomp_opts) == 2 * sizeof(int),
+               "seccomp_opts changed: key the baked programs by the new field too");
+
+#if !defined(CORRAL_SECCOMP_GEN) && defined(__has_include)
+#if __has_include(<seccomp_baked.h>)
+#include <seccomp_baked.h>
+#define HAVE_SECCOMP_BAKED 1
+#endif
+#endif
+
+/* Is p a well-formed classic BPF program: every jump lands inside it and the last
+ * instruction returns? (The kernel checks the rest when the child loads it.) */
+static bool bpf_well_formed(const struct sock_filter *p, size_t n)
+{
+	if (n == 0 || n > BPF_MAXINSNS || BPF_CLASS(p[n - 1].code) != BPF_RET)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (BPF_CLASS(p[i].code) != BPF_JMP)
+			continue;
+		if (BPF_OP(p[i].code) == BPF_JA) {
+			if (p[i].k >= n - i - 1)
+				return false;
+		} else if (p[i].jt >= n - i - 1 || p[i].jf >= n - i - 1) {
+			return false;
+		}
+	}
+	return true;
+}
+
+const struct sock_filter *seccomp_baked(const struct seccomp_opts *opts, size_t *len)
+{
+	*len = 0;
+#ifdef HAVE_SECCOMP_BAKED
+	static const struct seccomp_opts dflt = {0};
+	if (!opts)
+		opts = &dflt;
+	/* Baked for another architecture than the one libseccomp reports here: not ours. */
+	if (seccomp_arch_native() != SECCOMP_BAKED_ARCH)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(seccomp_baked_progs); i++) {
+		const struct seccomp_baked_prog *b = &seccomp_baked_progs[i];
+		if (b->allow_userns != opts->allow_userns ||
+		    b->deny_unix_sockets != opts->deny_unix_sockets)
+			continue;
+		if (!bpf_well_formed(b->insns, b->len))
+			return NULL;
+		*len = b->len;
+		return b->insns;
+	}
+#else
+	(void)opts;
+	(void)bpf_well_formed;
+#endif
+	return NULL;
+}
+
+int seccomp_prepare(const struct seccomp_opts *opts, struct seccomp_prog *out,
+                    struct corral_error *err)
+{
+	size_t n;
+	const struct sock_filter *b = seccomp_baked(opts, &n);
+	if (!b || !out)
+		return seccomp_compile(opts, out, err);
+	memset(out, 0, sizeof(*out));
+	if (!(out->fprog.filter = malloc(n * sizeof(*b))))
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "seccomp",
+		                        "seccomp: out of memory for the BPF program");
+	memcpy(out->fprog.filter, b, n * sizeof(*b));
+	out->fprog.len = (unsigned short)n;
+	return 0;
 }
 
 void seccomp_prog_free(struct seccomp_prog *prog)

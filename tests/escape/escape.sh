@@ -166,8 +166,9 @@ ESC_PRE=()
 esc_bg_corral() { # OUT RUN-ARGS...
 	local out=$1 i
 	shift
-	if [ "${CORRAL_VIA:-cli}" = mcp ]; then
-		VIA_MCP_SERVER_PID_ENV=SUP VIA_MCP_PIDFILE="$out.pid" python3 "$TESTDIR/escape/via_mcp.py" \
+	if via_mcp_door; then
+		VIA_MCP_PREBUILT=$([ "$CORRAL_VIA" = mcp-prebuilt ] && echo 1) \
+			VIA_MCP_SERVER_PID_ENV=SUP VIA_MCP_PIDFILE="$out.pid" python3 "$TESTDIR/escape/via_mcp.py" \
 			"${ESC_PRE[@]}" "$CORRAL" run -w "$WS" --json "$@" >"$out" 2>"$out.err" &
 		ESC_BG=$!
 		esc_defer "kill -9 $ESC_BG"
@@ -398,6 +399,7 @@ esc_register() {
 		n=${c#escape_case_}
 		eval "test_escape_cli_$n() { esc_run_case cli $c; }"
 		eval "test_escape_mcp_$n() { esc_run_case mcp $c; }"
+		eval "test_escape_mcppre_$n() { esc_run_case mcp-prebuilt $c; }"
 	done
 	for c in $(declare -F | awk '{print $3}' | grep -E '^test_escape_(cli|mcp)_'); do
 		n=${c#test_escape_}

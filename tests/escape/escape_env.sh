@@ -99,7 +99,7 @@ escape_case_env_printed_secrets_redacted_everywhere() {
 	done
 	[ "$(jget redactions.count <<<"$json")" -ge 7 ] || fail "redactions: $(jget redactions <<<"$json")"
 	# the MCP stream, every byte of it (results, progress notifications, server log)
-	if [ "${CORRAL_VIA:-cli}" = mcp ]; then
+	if via_mcp_door; then
 		[ -s "$tr" ] || fail "no MCP transcript"
 		for v in "$ESC_TOKEN" "$ESC_AWS" "$other" "$body1" "$body2"; do
 			! grep -qF -- "$v" "$tr" || fail "a secret reached the MCP stream: $v"

@@ -26,7 +26,7 @@ esc_required_fails() { # LAYER FIX-WORDS...
 	# The MCP server checks Landlock and seccomp before it serves (it exits 125 with the
 	# message above, and there is no result); a layer it finds missing per call is an error
 	# result like the CLI's.
-	if [ "${CORRAL_VIA:-cli}" = mcp ] && [ -z "$json" ]; then
+	if via_mcp_door && [ -z "$json" ]; then
 		assert_eq $rc 125 "the MCP server's exit status with $layer missing"
 	else
 		assert_eq "$(jget error.step <<<"$json")" "$layer" "error.step"

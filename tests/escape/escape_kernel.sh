@@ -462,7 +462,7 @@ for t in [0, 1, 2] + ([fd] if fd is not None else []):
 print(" ".join(res), flush=True)
 PY
 	local out door=()
-	[ "${CORRAL_VIA:-cli}" = mcp ] && door=(python3 "$TESTDIR/escape/via_mcp.py")
+	via_mcp_door && door=(env VIA_MCP_PREBUILT=$([ "$CORRAL_VIA" = mcp-prebuilt ] && echo 1) python3 "$TESTDIR/escape/via_mcp.py")
 	out=$(esc_ctty_run "${door[@]}" "$CORRAL" run -w "$WS" -c './probe tiocsti 0; ./probe tiocsti 1; ./probe tiocsti 2; /usr/bin/python3 sti_ctty.py')
 	assert_contains "$out" "| host read: b''"
 	assert_not_contains "$out" "=ok"

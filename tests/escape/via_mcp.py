@@ -21,6 +21,14 @@ Standard library only. Environment:
                                is then started with --allow-env NAME); the CLI tests pass
                                their supervisor's pid as --env SUP=$$ the same way
   VIA_MCP_PIDFILE=FILE         write the server's pid to FILE once it runs
+  VIA_MCP_PREBUILT=1           the fast path (the battery's third door): the server runs with
+                               --prebuild 1, a primer call of the same arguments (argv
+                               ["true"], no stdin) sets the plan the server builds ahead, the
+                               driver waits until that sandbox exists (a new child of the
+                               server), and the real call must then report prebuilt_ms: a
+                               call that was not served by the parked sandbox fails (125).
+                               A call that cannot use one (stdin data), or a server that
+                               builds none (no user namespace here), runs as usual.
 """
 import json
 import os
@@ -222,7 +230,8 @@ def server_log_lines(err):
     """The server's stderr minus its own start/shutdown log lines (the CLI prints neither)."""
     keep = []
     for line in err.decode("utf-8", "replace").splitlines(True):
-        if line.startswith("corral mcp: serving MCP") or line.startswith("corral mcp: shut down"):
+        if line.startswith("corral mcp: serving MCP") or line.startswith("corral mcp: shut down") \
+                or line.startswith("corral mcp: --prebuild"):
             continue
         keep.append(line)
     return "".join(keep)
@@ -244,8 +253,71 @@ def exit_code_for(res):
     return int(res.get("exit_code") or 0)
 
 
+def parked(pid):
+    """The server's parked sandboxes: children named corral-init, alive (not zombies), that
+    have no child of their own (a parked init has not forked a command)."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                st = f.read()
+        except OSError:
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        rest = st.rsplit(")", 1)[1].split()
+        stats[int(name)] = (comm, rest[0], int(rest[1]))
+    parents = {ppid for (_, _, ppid) in stats.values()}
+    return {p for p, (comm, state, ppid) in stats.items()
+            if ppid == pid and comm == "corral-init" and state != "Z" and p not in parents}
+
+
+def prime(srv, args, deadline):
+    """The prebuilt door: make the server build a sandbox for args, and wait until it has.
+    True when one was built (the real call must then use it)."""
+    primer = {k: v for k, v in args.items() if k not in ("argv", "command", "stdin")}
+    primer["argv"] = ["true"]
+    before = parked(srv.proc.pid)  # a sandbox the server may have built at its start
+    srv.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "run_command", "arguments": primer}})
+    r = srv.wait_response(3, deadline)
+    if r is None or "result" not in r:
+        die("the prebuilt door: the primer call failed: %s" % json.dumps(r))
+    res = r["result"].get("structuredContent")
+    if res is None or res.get("error"):
+        return False  # refused (a bad cwd, say): the real call is refused the same way
+    # The server builds once it has been idle for 10 ms: a parked sandbox it did not have
+    # before the primer is the one built for this call's plan.
+    until = time.monotonic() + 10
+    while time.monotonic() < until:
+        srv.pump(time.monotonic() + 0.02)
+        if b"--prebuild" in srv.err:
+            if expect_no_prebuild():
+                return False  # it cannot build here, as expected (no user namespaces)
+            die("the prebuilt door: the server could not build ahead: %s"
+                % srv.err.decode("utf-8", "replace").strip())
+        new = parked(srv.proc.pid) - before
+        if new:
+            time.sleep(0.05)
+            if new & parked(srv.proc.pid):
+                return True
+    die("the prebuilt door: the server built no sandbox ahead within 10 s")
+
+
+def expect_no_prebuild():
+    """Whether this run has no pid namespace to park in: the battery's no-namespace cases
+    (a nolayer wrapper, or the test hook) run through the door as plain calls."""
+    disabled = os.environ.get("CORRAL_TEST_DISABLE", "")
+    return any(os.path.basename(a) == "nolayer" for a in sys.argv[1:sys.argv.index("run")]) \
+        or "userns" in disabled.split(",")
+
+
 def main():
     prefix, server_flags, call, flags = parse(sys.argv[1:])
+    prebuilt = os.environ.get("VIA_MCP_PREBUILT") == "1"
+    if prebuilt:
+        server_flags += ["--prebuild", "1"]
     args = {}
     for k in ("argv", "command", "cwd"):
         if k in call:
@@ -276,6 +348,8 @@ def main():
         # a bad flag, profile or policy: the server refused to start (exit 125), as the CLI does
         sys.exit(rc if rc else EXIT_FAILED)
     srv.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    parkable = "stdin" not in args and not re.search(r"--mode\x00none", "\x00".join(server_flags))
+    must_prebuild = prebuilt and parkable and prime(srv, args, deadline)
     # a progress token, so that the progress path (which carries output) is in the transcript
     srv.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
               "params": {"name": "run_command", "arguments": args,
@@ -291,6 +365,10 @@ def main():
         die("tools/call: protocol error %s" % json.dumps(resp["error"]))
     result = resp["result"]
     res = result.get("structuredContent")
+    if must_prebuild and (res is None or res.get("prebuilt_ms") is None):
+        sys.stderr.write(log)
+        die("the prebuilt door: the call was not served by the sandbox built ahead for it "
+            "(prebuilt_ms %s)" % (None if res is None else res.get("prebuilt_ms")))
     if res is None:
         # a refused argument: a tool error with only a text item
         text = "".join(c.get("text", "") for c in result.get("content", []))

@@ -13,5 +13,6 @@ int main(void)
 	test_jsonrpc();
 	test_profile();
 	test_redact();
+	test_seccomp();
 	return t_failed ? 1 : 0;
 }

@@ -22,4 +22,5 @@ void test_result(void);
 void test_jsonrpc(void);
 void test_profile(void);
 void test_redact(void);
+void test_seccomp(void);
 #endif

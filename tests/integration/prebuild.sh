@@ -1,0 +1,295 @@
+# Sandboxes built ahead (issue 9's fast path): `corral mcp --prebuild N` parks N sandboxes
+# while it is idle; a call whose plan key matches runs in one, once. These tests hold that
+# to what the plain path guarantees, with host-side evidence: a parked sandbox is never used
+# twice, never used for a plan it was not built for (a protected path replaced on the host in
+# between), never outlives the server, and counts its deadline from the call. The escape
+# battery runs through this door too (test_escape_mcppre_*, tests/escape/via_mcp.py).
+
+prebuild_py() {
+	PYTHONPATH="$TESTDIR" CORRAL="$CORRAL" WS="$WS" python3 - "$@"
+}
+
+# Python helpers shared by the tests below (prepended to each script).
+PREBUILD_PY_HEAD='
+import os, time, json, mcp_client as M
+
+def parked_of(pid):
+    """Parked sandboxes of server pid: its children named corral-init, alive, without a child
+    of their own (a parked init has forked no command yet)."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                st = open("/proc/%s/stat" % name).read()
+            except OSError:
+                continue
+            rest = st.rsplit(")", 1)[1].split()
+            stats[int(name)] = (st[st.index("(") + 1:st.rindex(")")], rest[0], int(rest[1]))
+    parents = {v[2] for v in stats.values()}
+    return {p for p, (comm, state, ppid) in stats.items()
+            if ppid == pid and comm == "corral-init" and state != "Z" and p not in parents}
+
+def wait_parked(s, before, timeout=10):
+    """The server idles 10 ms, then builds: wait for a child it did not have in before (the
+    snapshot taken before the last call) that stays (the sandbox of that call, if it had one
+    built, is reaped within a millisecond of its reply)."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        new = parked_of(s.proc.pid) - before
+        if new:
+            time.sleep(0.05)
+            new &= parked_of(s.proc.pid)
+            if new:
+                return new
+        time.sleep(0.02)
+    raise AssertionError("no sandbox was built ahead within %ss (stderr: %r)"
+                         % (timeout, s.stderr_text[-400:]))
+
+def server(*extra):
+    s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "1"] + list(extra)))
+    s.initialize()
+    return s
+
+def sc(r):
+    return r["structuredContent"]
+
+def alive(pid):
+    try:
+        st = open("/proc/%d/stat" % pid).read()
+    except OSError:
+        return False
+    return st.rsplit(")", 1)[1].split()[0] != "Z"
+'
+
+# One parked sandbox per call, never reused: what a call leaves in its private /tmp is not in
+# the next call's, the first call's sandbox processes are gone, and a prebuilt call carries
+# the same isolation record as one built for it.
+test_prebuild_parked_sandbox_used_once() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server()
+first = wait_parked(s, set())
+before = parked_of(s.proc.pid)
+r1 = sc(s.call("run_command", {"command": "touch /tmp/left-by-call-1; echo pid=\$\$; ls /tmp"}))
+assert r1["exit_code"] == 0 and r1["prebuilt_ms"] is not None, r1
+assert "left-by-call-1" in r1["stdout"], r1["stdout"]
+# the sandbox that ran call 1 is gone (the server reaps it before it idles)
+second = wait_parked(s, before)
+assert not any(alive(p) for p in first), "the first parked sandbox still runs: %s" % first
+r2 = sc(s.call("run_command", {"command": "ls -a /tmp; echo end"}))
+assert r2["prebuilt_ms"] is not None, r2
+assert "left-by-call-1" not in r2["stdout"], "a parked sandbox was used twice: %r" % r2["stdout"]
+assert r1["id"] != r2["id"]
+s.close()
+# the plain path, same policy: the same isolation record
+p = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "0"]))
+p.initialize()
+r3 = sc(p.call("run_command", {"command": "true"}))
+p.close()
+assert r3["prebuilt_ms"] is None, r3
+assert r3["isolation"] == r2["isolation"], (r3["isolation"], r2["isolation"])
+assert r3["mode"] == r2["mode"]
+PY
+	[ ! -e "$WS/left-by-call-1" ] || fail "the sandbox's /tmp file reached the workspace"
+}
+
+# The plan key covers which files the protected paths are: a .git/hooks replaced on the host
+# after the sandbox was parked (the parked sandbox's read-only bind now covers the old
+# directory only) must not be handed to a call. The call gets a sandbox built for it, the
+# hook is not planted (host-side: no file in the new hooks directory or the old one), and once
+# the server has rebuilt, the next call is prebuilt again and just as unable to plant it.
+test_prebuild_replaced_protected_path_is_not_reused() {
+	git -C "$WS" init -q || fail "git init"
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+ws = os.environ["WS"]
+s = server()
+parked = wait_parked(s, set())
+os.rename(ws + "/.git/hooks", ws + "/.git/hooks-old")
+os.mkdir(ws + "/.git/hooks")
+plant = "echo 'touch /tmp/pwned' > .git/hooks/pre-commit; echo rc=\$?"
+before = parked_of(s.proc.pid)
+r = sc(s.call("run_command", {"command": plant}))
+assert r["prebuilt_ms"] is None, "a sandbox parked before the replacement was used: %r" % r
+assert "rc=0" not in r["stdout"], r
+# rebuilt for the new directory: prebuilt again, and protected again
+wait_parked(s, before)
+r = sc(s.call("run_command", {"command": plant}))
+assert r["prebuilt_ms"] is not None, r
+assert "rc=0" not in r["stdout"], r
+s.close()
+PY
+	[ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a hook was planted in the new .git/hooks"
+	[ ! -e "$WS/.git/hooks-old/pre-commit" ] || fail "a hook was planted in the old hooks"
+}
+
+# A call whose plan differs from what was built (its own environment) gets a sandbox of its
+# own; the server then builds for that plan, and the same call is prebuilt, with its
+# variable; a call of the first plan misses in turn.
+test_prebuild_follows_the_latest_plan() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server("--allow-env", "PREBUILD_T")
+wait_parked(s, set())
+call = {"command": "echo v=\$PREBUILD_T", "env": {"PREBUILD_T": "one"}}
+before = parked_of(s.proc.pid)
+r = sc(s.call("run_command", call))
+assert r["prebuilt_ms"] is None and r["stdout"] == "v=one\n", r
+wait_parked(s, before)
+r = sc(s.call("run_command", call))
+assert r["prebuilt_ms"] is not None and r["stdout"] == "v=one\n", r
+r = sc(s.call("run_command", {"command": "echo v=\$PREBUILD_T"}))
+assert r["prebuilt_ms"] is None and r["stdout"] == "v=\n", r
+s.close()
+PY
+}
+
+# The deadline starts with the call, not with the building: a sandbox parked for longer than
+# the timeout still gives the command its whole time.
+test_prebuild_timeout_counts_from_the_call() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server("-t", "1")
+wait_parked(s, set())
+time.sleep(1.5)
+r = sc(s.call("run_command", {"command": "sleep 0.3; echo done"}))
+assert r["prebuilt_ms"] is not None and r["prebuilt_ms"] >= 1400, r
+assert not r["timed_out"] and r["stdout"] == "done\n", r
+assert r["duration_ms"] < 1000, r
+# and it still fires
+r = sc(s.call("run_command", {"command": "sleep 5"}))
+assert r["timed_out"], r
+s.close()
+PY
+}
+
+# Nothing parked outlives the server: its sandboxes (no command in them) are gone once it
+# has exited, by host-side evidence (their pids).
+test_prebuild_parked_sandboxes_end_with_the_server() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "3"]))
+s.initialize()
+got = set()
+until = time.monotonic() + 10
+while len(got) < 3 and time.monotonic() < until:
+    got |= parked_of(s.proc.pid)
+    time.sleep(0.05)
+assert len(got) >= 3, got
+assert s.close() == 0
+time.sleep(0.2)
+left = [p for p in got if alive(p)]
+assert not left, "parked sandboxes survived the server: %s" % left
+PY
+}
+
+# A server killed outright (SIGKILL: no shutdown of its own) takes its parked sandboxes
+# with it: each init dies with its parent (its death signal), by host-side evidence.
+test_prebuild_parked_sandboxes_die_with_a_killed_server() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+import signal
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "2"]))
+s.initialize()
+got = set()
+until = time.monotonic() + 10
+while len(got) < 2 and time.monotonic() < until:
+    got |= parked_of(s.proc.pid)
+    time.sleep(0.05)
+assert len(got) == 2, got
+s.proc.send_signal(signal.SIGKILL)
+s.proc.wait()
+until = time.monotonic() + 5
+while time.monotonic() < until and any(alive(p) for p in got):
+    time.sleep(0.05)
+left = [p for p in got if alive(p)]
+assert not left, "parked sandboxes survived a killed server: %s" % left
+PY
+}
+
+# The command goes to a parked sandbox in one message of at most 60 KiB of arguments: a
+# long one (50 KiB) is served prebuilt and arrives whole; a longer one (100 KiB) gets a
+# sandbox of its own, and arrives whole too.
+test_prebuild_long_argv() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server()
+wait_parked(s, set())
+for size, prebuilt in ((50 * 1024, True), (100 * 1024, False)):
+    args = ["a%05d" % i + "x" * 94 for i in range(size // 101)]
+    before = parked_of(s.proc.pid)
+    r = sc(s.call("run_command", {"argv": ["sh", "-c", 'printf "%s\\n" "\$#" "\$1" "\$(printf %s "\$@" | wc -c)"', "sh"] + args}))
+    want = "%d\n%s\n%d\n" % (len(args), args[0], sum(len(a) for a in args))
+    assert r["stdout"] == want, (r["stdout"][:200], want)
+    assert (r["prebuilt_ms"] is not None) == prebuilt, (size, r["prebuilt_ms"])
+    if prebuilt:
+        wait_parked(s, before)
+# the one built for the 50 KiB call is still there: a call that cannot use one leaves it
+assert parked_of(s.proc.pid), "the parked sandbox was dropped"
+s.close()
+PY
+}
+
+# Out of descriptors with sandboxes built ahead (each holds its pipes and its protected
+# paths): the server parks only what leaves a call room, calls beyond the limit get a clean
+# tool error, and once the server has idled and built again, it holds exactly what it held
+# before the burst: nothing leaks through parking, unparking or dropping the pool.
+test_prebuild_fd_exhaustion() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+import resource
+def lower():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (160, 160))
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-concurrent", "20",
+                            "--prebuild", "2"]), preexec_fn=lower)
+s.initialize()
+fds = lambda: len(os.listdir("/proc/%d/fd" % s.proc.pid))
+def settled(parked=None):
+    """The sandboxes built ahead (as many as parked, if given) and the descriptors, steady
+    for half a second (a server short of descriptors waits a second before it builds)."""
+    until = time.monotonic() + 10
+    seen = []
+    while time.monotonic() < until:
+        seen.append((len(parked_of(s.proc.pid)), fds()))
+        if len(seen) >= 6 and len(set(seen[-6:])) == 1 and parked in (None, seen[-1][0]):
+            return seen[-1]
+        time.sleep(0.1)
+    raise AssertionError("the server did not settle: %s" % seen[-6:])
+before = settled()
+# it built what fits: at least one, and never so many that a call has no room
+assert before[0] >= 1, before
+for burst in range(2):
+    ids = [s.call_async("run_command", {"argv": ["sh", "-c", "sleep 0.5; echo ok"]})
+           for _ in range(20)]
+    ok = refused = 0
+    for i in ids:
+        r = s.response(i, timeout=60)["result"]
+        if not r["isError"]:
+            assert r["structuredContent"]["stdout"] == "ok\n", r
+            ok += 1
+        else:
+            t = M.text_of(r)
+            assert "not started: " in t and "open files" in t, t
+            refused += 1
+    assert ok >= 1 and refused >= 1 and ok + refused == 20, (ok, refused)
+    assert settled(before[0]) == before, (before, fds())
+assert s.close() == 0
+PY
+}
+
+test_prebuild_bad_values_refused() {
+	local out rc v
+	for v in 65 -1 abc 1.5; do
+		out=$("$CORRAL" mcp -w "$WS" --prebuild "$v" </dev/null 2>&1)
+		rc=$?
+		assert_eq $rc 125 "--prebuild $v"
+		assert_contains "$out" "--prebuild"
+		assert_contains "$out" "0 to 64"
+	done
+	out=$(CORRAL_MCP_PREBUILD=many "$CORRAL" mcp -w "$WS" </dev/null 2>&1)
+	assert_eq $? 125 "CORRAL_MCP_PREBUILD=many"
+	assert_contains "$out" "CORRAL_MCP_PREBUILD"
+	# 0 is off, and the server serves
+	out=$("$CORRAL" mcp -w "$WS" --prebuild 0 </dev/null 2>&1)
+	assert_eq $? 0 "--prebuild 0 ($out)"
+}
