@@ -45,6 +45,23 @@ def wait_parked(s, before, timeout=10):
     raise AssertionError("no sandbox was built ahead within %ss (stderr: %r)"
                          % (timeout, s.stderr_text[-400:]))
 
+def gather_parked(s, n, timeout=10):
+    """Pids of the first n sandboxes the server parks."""
+    got = set()
+    until = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < until:
+        got |= parked_of(s.proc.pid)
+        time.sleep(0.05)
+    assert len(got) >= n, got
+    return got
+
+def gone_soon(pids, timeout=5):
+    """pids that are still alive after timeout."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
 def server(*extra):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "1"] + list(extra)))
     s.initialize()
@@ -170,15 +187,9 @@ test_prebuild_parked_sandboxes_end_with_the_server() {
 $PREBUILD_PY_HEAD
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "3"]))
 s.initialize()
-got = set()
-until = time.monotonic() + 10
-while len(got) < 3 and time.monotonic() < until:
-    got |= parked_of(s.proc.pid)
-    time.sleep(0.05)
-assert len(got) >= 3, got
+got = gather_parked(s, 3)
 assert s.close() == 0
-time.sleep(0.2)
-left = [p for p in got if alive(p)]
+left = gone_soon(got, 0.2)
 assert not left, "parked sandboxes survived the server: %s" % left
 PY
 }
@@ -191,18 +202,10 @@ $PREBUILD_PY_HEAD
 import signal
 s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "2"]))
 s.initialize()
-got = set()
-until = time.monotonic() + 10
-while len(got) < 2 and time.monotonic() < until:
-    got |= parked_of(s.proc.pid)
-    time.sleep(0.05)
-assert len(got) == 2, got
+got = gather_parked(s, 2)
 s.proc.send_signal(signal.SIGKILL)
 s.proc.wait()
-until = time.monotonic() + 5
-while time.monotonic() < until and any(alive(p) for p in got):
-    time.sleep(0.05)
-left = [p for p in got if alive(p)]
+left = gone_soon(got)
 assert not left, "parked sandboxes survived a killed server: %s" % left
 PY
 }
