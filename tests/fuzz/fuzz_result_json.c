@@ -156,6 +156,11 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 	FZ_CHECK(ln ? json_is_string(lim) && !strcmp(json_string_value(lim), ln)
 	            : json_is_null(lim));
 	check_int(json_object_get(o, "duration_ms"), (long long)res->duration_ms);
+	json_t *pre = json_object_get(o, "prebuilt_ms");
+	if (res->prebuilt)
+		check_int(pre, (long long)res->prebuilt_ms);
+	else
+		FZ_CHECK(json_is_null(pre));
 
 	check_text(json_object_get(o, "stdout"), res->stdout_buf, res->stdout_len);
 	check_text(json_object_get(o, "stderr"), res->stderr_buf, res->stderr_len);
@@ -230,7 +235,7 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 	} else {
 		FZ_CHECK(json_is_null(ses));
 	}
-	FZ_CHECK(json_object_size(o) == 22);
+	FZ_CHECK(json_object_size(o) == 23);
 	json_decref(o);
 }
 
@@ -313,6 +318,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		res->session_restarted = sb & 1;
 		res->session_ended = !!(sb & 2);
 	}
+	/* a run in a sandbox built ahead (corral mcp --prebuild): read last, so that the
+	 * corpus keeps its meaning for everything before */
+	uint8_t pb = fz_u8(&f);
+	res->prebuilt = pb & 1;
+	res->prebuilt_ms = res->prebuilt ? fz_u64(&f, 5) : 0;
 
 	char *out = NULL;
 	struct corral_error err = {0};
