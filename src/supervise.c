@@ -687,15 +687,22 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 
 /* ---- parked sandboxes (the MCP server's --prebuild; DESIGN §18) ------------------------- */
 
+/* Bytes of argv's strings with their NULs; *n the count. */
+static size_t argv_bytes(char *const *argv, size_t *n)
+{
+	size_t bytes = 0;
+	for (*n = 0; argv[*n]; (*n)++)
+		bytes += strlen(argv[*n]) + 1;
+	return bytes;
+}
+
 bool proc_parkable(const struct corral_config *cfg)
 {
 	if (!cfg->argv || cfg->mode == CORRAL_MODE_NONE || cfg->stdin_is_data ||
 	    cfg->stdin_fd >= 0 || cfg->stdout_fd >= 0 || cfg->stderr_fd >= 0 || cfg->tty ||
 	    cfg->init_ctl || cfg->cmd_fd3 >= 0)
 		return false;
-	size_t bytes = 0, n = 0;
-	for (char **a = cfg->argv; *a; a++, n++)
-		bytes += strlen(*a) + 1;
+	size_t n, bytes = argv_bytes(cfg->argv, &n);
 	return n > 0 && n <= PARK_MAX_ARGC && bytes <= PARK_MAX_ARGV_BYTES;
 }
 
@@ -755,9 +762,7 @@ int proc_unpark(corral_proc *p, const struct corral_config *cfg, struct corral_e
 	if (!proc_parkable(cfg))
 		return corral_set_error(err, CORRAL_EINVAL, 0, "park",
 		                        "park: this configuration cannot run in a parked sandbox");
-	size_t bytes = 0, n = 0;
-	for (char **a = cfg->argv; *a; a++, n++)
-		bytes += strlen(*a) + 1;
+	size_t n, bytes = argv_bytes(cfg->argv, &n);
 	struct corral_config *nc = config_dup(cfg);
 	char *msg = malloc(8 + bytes);
 	struct corral_result id = {0};

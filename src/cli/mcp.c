@@ -161,6 +161,17 @@ struct flags {
 	bool timeout_set, kill_after_set;
 };
 
+/* --prebuild N, or its default from CORRAL_MCP_PREBUILD (what names the value in an error) */
+static int set_prebuild(struct mcp_options *o, const char *what, const char *arg)
+{
+	uint64_t v = 0;
+	const char *why = NULL;
+	if (strcmp(arg, "0") && parse_count(arg, 64, &v, &why) < 0)
+		return cli_bad_value(what, arg, "expected a number of sandboxes from 0 to 64");
+	o->prebuild = (unsigned)v;
+	return 0;
+}
+
 static int add_allow(struct mcp_options *o, const char *pattern)
 {
 	char **g = realloc(o->allow_env, (o->n_allow_env + 1) * sizeof(*g));
@@ -308,11 +319,7 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		o->max_concurrent = (unsigned)v;
 		return 0;
 	case OPT_PREBUILD:
-		if (strcmp(arg, "0") && parse_count(arg, 64, &v, &why) < 0)
-			return cli_bad_value("--prebuild", arg,
-			                     "expected a number of sandboxes from 0 to 64");
-		o->prebuild = strcmp(arg, "0") ? (unsigned)v : 0;
-		return 0;
+		return set_prebuild(o, "--prebuild", arg);
 	case OPT_MAX_QUEUE:
 		if (strcmp(arg, "0") && parse_count(arg, 1u << 24, &v, &why) < 0)
 			return cli_bad_value("--max-queue", arg, why);
@@ -404,14 +411,8 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	o->max_finished_jobs = 64;
 	/* --prebuild's default from the environment (the test suite's fast-path pass uses it) */
 	const char *pre = getenv("CORRAL_MCP_PREBUILD");
-	if (pre && *pre) {
-		uint64_t v;
-		const char *why = NULL;
-		if (strcmp(pre, "0") && parse_count(pre, 64, &v, &why) < 0)
-			return cli_bad_value("CORRAL_MCP_PREBUILD", pre,
-			                     "expected a number of sandboxes from 0 to 64");
-		o->prebuild = strcmp(pre, "0") ? (unsigned)v : 0;
-	}
+	if (pre && *pre && set_prebuild(o, "CORRAL_MCP_PREBUILD", pre) != 0)
+		return EXIT_CORRAL_FAILED;
 	o->audit_max_age_ms = AUDIT_DEFAULT_MAX_AGE_MS;
 	o->audit_max_rows = AUDIT_DEFAULT_MAX_ROWS;
 	struct flags fl = {0};

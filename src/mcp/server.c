@@ -958,11 +958,10 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 	(void)c;
 	return NULL;
 }
-static void pool_remember(struct server *s, const struct call *c, const corral_config *cfg)
+static void pool_remember(struct server *s, const struct call *c)
 {
 	(void)s;
 	(void)c;
-	(void)cfg;
 }
 static int pool_timeout(struct server *s)
 {
@@ -979,11 +978,18 @@ static bool pool_aged(const struct parked *e, uint64_t t)
 	return t - e->born >= POOL_MAX_AGE_MS;
 }
 
+/* Whether a call can run in a parked sandbox: only run_command (run_code's code travels in
+ * its environment, so no two calls share a plan), without stdin data and the like. */
+static bool pool_eligible(const struct server *s, const struct call *c)
+{
+	return s->o->prebuild && !s->pool_off && c->plan.tool == TOOL_RUN_COMMAND &&
+	       proc_parkable(c->plan.cfg);
+}
+
 static corral_proc *pool_take(struct server *s, const struct call *c)
 {
 	const corral_config *cfg = c->plan.cfg;
-	if (!s->o->prebuild || s->pool_off || c->plan.tool != TOOL_RUN_COMMAND ||
-	    !proc_parkable(cfg) || !s->pool)
+	if (!s->pool || !pool_eligible(s, c))
 		return NULL;
 	uint8_t key[32];
 	struct corral_error err = {0};
@@ -1024,12 +1030,11 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 
 /* A call ran in a sandbox: the next refill builds for calls like it. Only a call that
  * started (one that was refused tells nothing about the next). */
-static void pool_remember(struct server *s, const struct call *c, const corral_config *cfg)
+static void pool_remember(struct server *s, const struct call *c)
 {
-	if (!s->o->prebuild || s->pool_off || c->plan.tool != TOOL_RUN_COMMAND ||
-	    !proc_parkable(cfg))
+	if (!pool_eligible(s, c))
 		return;
-	corral_config *t = corral_config_dup(cfg);
+	corral_config *t = corral_config_dup(c->plan.cfg);
 	if (!t)
 		return;
 	corral_config_set_output_cb(t, NULL, NULL);
@@ -1172,7 +1177,7 @@ static void start_call(struct server *s, struct call *c)
 		c->proc = pool_take(s, c);
 		r = c->proc ? 0 : corral_spawn(c->plan.cfg, &c->proc, &err);
 		if (r == 0)
-			pool_remember(s, c, c->plan.cfg);
+			pool_remember(s, c);
 	}
 	if (r == 0 && before >= 0) {
 		int after = count_fds();

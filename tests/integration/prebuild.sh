@@ -6,28 +6,15 @@
 # battery runs through this door too (test_escape_mcppre_*, tests/escape/via_mcp.py).
 
 prebuild_py() {
-	PYTHONPATH="$TESTDIR" CORRAL="$CORRAL" WS="$WS" python3 - "$@"
+	PYTHONPATH="$TESTDIR:$TESTDIR/escape" CORRAL="$CORRAL" WS="$WS" python3 - "$@"
 }
 
 # Python helpers shared by the tests below (prepended to each script).
 PREBUILD_PY_HEAD='
 import os, time, json, mcp_client as M
 
-def parked_of(pid):
-    """Parked sandboxes of server pid: its children named corral-init, alive, without a child
-    of their own (a parked init has forked no command yet)."""
-    stats = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                st = open("/proc/%s/stat" % name).read()
-            except OSError:
-                continue
-            rest = st.rsplit(")", 1)[1].split()
-            stats[int(name)] = (st[st.index("(") + 1:st.rindex(")")], rest[0], int(rest[1]))
-    parents = {v[2] for v in stats.values()}
-    return {p for p, (comm, state, ppid) in stats.items()
-            if ppid == pid and comm == "corral-init" and state != "Z" and p not in parents}
+# parked sandboxes of a server pid: its children named corral-init, alive, with no child
+from via_mcp import parked as parked_of
 
 def wait_parked(s, before, timeout=10):
     """The server idles 10 ms, then builds: wait for a child it did not have in before (the
