@@ -5,6 +5,10 @@
  *   audit_tool DB record [OPTIONS]           record one execution; prints its id
  *   audit_tool DB bulk N [OPTIONS]           record N executions; exit 1 on any failure
  *   audit_tool DB event KIND [EXEC_ID [DETAIL_JSON]]
+ *   audit_tool DB gap N [WHY]                N records lost (audit_note_missed), then
+ *                                            audit_flush_gap: the exit path of corral mcp;
+ *                                            prints "recorded" or "nothing"; exit 1 with
+ *                                            the error when the gap could not be written
  *
  * DB "-" is the default store. Options of record/bulk:
  *   --kind K --client C --client-info JSON --parent ID --id ID --no-result --cmd STR
@@ -215,7 +219,7 @@ static int parse_rec(int argc, char **argv, struct rec_opts *o)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: audit_tool DB open|record|bulk|event ...\n");
+		fprintf(stderr, "usage: audit_tool DB open|record|bulk|event|gap ...\n");
 		return 2;
 	}
 	const char *db = strcmp(argv[1], "-") ? argv[1] : NULL;
@@ -255,6 +259,16 @@ int main(int argc, char **argv)
 		                       argc > 5 ? argv[5] : NULL, &err) < 0) {
 			fprintf(stderr, "audit_tool: %s\n", err.message);
 			rc = 1;
+		}
+	} else if (!strcmp(cmd, "gap") && argc >= 4) {
+		audit_note_missed(a, strtoull(argv[3], NULL, 10), argc > 4 ? argv[4] : NULL);
+		int r = audit_flush_gap(a, &err);
+		if (r < 0) {
+			fprintf(stderr, "audit_tool: %s (still missed: %llu)\n", err.message,
+			        (unsigned long long)audit_missed(a));
+			rc = 1;
+		} else {
+			printf("%s\n", r ? "recorded" : "nothing");
 		}
 	} else {
 		fprintf(stderr, "audit_tool: unknown command %s\n", cmd);

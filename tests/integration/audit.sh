@@ -431,6 +431,38 @@ for l in sys.stdin:
 	aud verify >/dev/null || fail "$(aud verify)"
 }
 
+# The exit path of corral mcp (audit_flush_gap): records lost to a failing store are written
+# as one store_unavailable event with their count; while the store is still locked the flush
+# fails and the count is kept, not dropped; a flush with nothing lost writes nothing.
+test_audit_gap_flush_at_exit() {
+	local db=$WS/audit.db out
+	audit_tool "$db" record >/dev/null || fail "record"
+	assert_eq "$(audit_tool "$db" gap 0)" nothing
+	[ -z "$(aud export | grep store_unavailable)" ] || fail "a flush with nothing lost wrote an event"
+	python3 - "$db" "$WS/locked" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[2], "w").write("1")
+time.sleep(1.0)
+c.execute("COMMIT")
+PY
+	local holder=$!
+	for _ in $(seq 1 50); do [ -s "$WS/locked" ] && break; sleep 0.05; done
+	out=$(audit_tool "$db" gap 4 "disk full (test)" 2>&1) && fail "flushed into a locked store: $out"
+	assert_contains "$out" "locked"
+	assert_contains "$out" "still missed: 4"
+	wait $holder
+	assert_eq "$(audit_tool "$db" gap 7 "disk full (test)")" recorded
+	local ev
+	ev=$(aud export | python3 -c 'import json,sys
+g = [json.loads(l) for l in sys.stdin]
+g = [r for r in g if r.get("kind") == "store_unavailable"]
+print(len(g), g[0]["detail"]["missed"], g[0]["detail"]["error"])')
+	assert_eq "$ev" "1 7 disk full (test)"
+	aud verify >/dev/null || fail "$(aud verify)"
+}
+
 test_audit_default_path() {
 	local out
 	out=$(cd "$WS" && env -u XDG_STATE_HOME HOME="$WS" "$CORRAL" audit path)

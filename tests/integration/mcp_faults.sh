@@ -264,8 +264,9 @@ PY
 
 # The disk fills up under the audit store too (the common case: the store and the workspace
 # on one filesystem; here a 2 MiB tmpfs, as root). Calls go on being answered; the records
-# that could not be written are not silently lost: at the exit the server writes their count
-# (one store_unavailable event, whatever its pause), and the chain still verifies.
+# that could not be written are not silently lost: the next write that succeeds, or else the
+# server at its exit, writes their count (a store_unavailable event, whatever the pause), and
+# the chain still verifies.
 test_mcp_fault_disk_full_audit() {
 	# root only (a tmpfs mount); the unprivileged pass has nothing to test here, and a skip
 	# there would count as a failure under CORRAL_MUST_WORK
@@ -290,7 +291,12 @@ assert r["structuredContent"]["stdout"] == "freed\n", M.text_of(r)
 assert s.close() == 0
 err = s.stderr_text.decode()
 assert err.count("audit: audit store") == 1 and "full" in err, err
-assert "the gap is recorded" in err, err
+# Which writes fail on a full tmpfs is not fixed: SQLite reuses WAL space it already has, so
+# a later call's record may succeed and write the gap itself. If the gap was still open at
+# the exit, the server must have written it then (test_audit_gap_flush_at_exit pins that
+# path); either way the count below must add up.
+if "could not be written" in err:
+    assert "the gap is recorded" in err, err
 out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
 rows = [json.loads(l) for l in out.splitlines()]
 ex = [r["id"] for r in rows if r["type"] == "execution"]
