@@ -195,6 +195,9 @@ struct server {
 	bool pool_off;            /* cannot work here (no pid namespace): for good */
 	int fd_per_park;          /* descriptors one parked sandbox holds (0: not measured) */
 	uint64_t pool_wait_until; /* no room for another (descriptors): not before this */
+	uint64_t replied_at;      /* monotonic ms of the latest reply to a call */
+	bool pool_b2b;            /* the latest call came back to back (within POOL_IDLE_MS) */
+	unsigned pool_misses;     /* calls in a row that found only sandboxes of another plan */
 };
 
 static uint64_t now_ms(void)
@@ -813,6 +816,7 @@ static void respond(struct server *s, struct call *c, json_t *result)
 		line = jr_error_line(c->id, JR_INTERNAL_ERROR,
 		                     "internal error: out of memory building the tool result");
 	send_line(s, line);
+	s->replied_at = now_ms();
 }
 
 /* Keep the latest output bytes of a call with a progress token, for its progress messages:
@@ -989,6 +993,8 @@ static bool pool_eligible(const struct server *s, const struct call *c)
 static corral_proc *pool_take(struct server *s, const struct call *c)
 {
 	const corral_config *cfg = c->plan.cfg;
+	uint64_t now = now_ms();
+	s->pool_b2b = pool_eligible(s, c) && s->replied_at && now - s->replied_at < POOL_IDLE_MS;
 	if (!s->pool || !pool_eligible(s, c))
 		return NULL;
 	uint8_t key[32];
@@ -1014,6 +1020,7 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 		free(e);
 		if (proc_unpark(p, cfg, &err) == 0) {
 			s->pool_fails = 0;
+			s->pool_misses = 0;
 			s->pool_target = s->o->prebuild;
 			return p;
 		}
@@ -1025,6 +1032,7 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 	 * build per call at most */
 	pool_drop(s);
 	s->pool_target = 1;
+	s->pool_misses++;
 	return NULL;
 }
 
@@ -1059,7 +1067,19 @@ static corral_config *pool_template(struct server *s)
 	return s->pool_tmpl && proc_parkable(s->pool_tmpl) ? s->pool_tmpl : NULL;
 }
 
-/* Milliseconds until a refill is due (-1: none): only when the server has been idle. */
+/* Whether the next sandbox is built at once, beside the running call (pipelined), rather
+ * than after an idle pause: calls that come back to back never leave the server idle, and
+ * while one runs the loop mostly waits for it. Only when the pool is empty, a call runs,
+ * that call came back to back (spaced calls, an agent's, are served by the idle refill and
+ * never share the CPU with a build), and calls have not missed twice in a row (plans that
+ * alternate would throw every such build away). */
+static bool pool_at_once(const struct server *s)
+{
+	return !s->n_pool && s->running > 0 && s->pool_b2b && s->pool_misses < 2;
+}
+
+/* Milliseconds until a refill is due (-1: none): after the server was idle, or at once
+ * (pool_at_once). */
 static int pool_timeout(struct server *s)
 {
 	if (!s->o->prebuild || s->pool_off || s->stop || !pool_template(s))
@@ -1067,7 +1087,7 @@ static int pool_timeout(struct server *s)
 	uint64_t t = now_ms();
 	if (!s->pool_target)
 		s->pool_target = s->o->prebuild;
-	uint64_t due = s->busy_at + POOL_IDLE_MS;
+	uint64_t due = pool_at_once(s) ? t : s->busy_at + POOL_IDLE_MS;
 	if (s->n_pool >= s->pool_target && !s->pool_dead) {
 		if (!s->pool)
 			return -1;
@@ -1097,8 +1117,10 @@ static void pool_refill(struct server *s)
 {
 	if (pool_timeout(s) != 0)
 		return;
-	pool_reap(s);
 	uint64_t t = now_ms();
+	/* reaping waits for each dropped init to end: only when idle, never beside a call */
+	if (t - s->busy_at >= POOL_IDLE_MS)
+		pool_reap(s);
 	/* the oldest first: rebuilt, so that what a parked sandbox shows of the host (its
 	 * read-only system files) is never older than POOL_MAX_AGE_MS */
 	for (struct parked **pp = &s->pool; *pp;) {
@@ -1143,6 +1165,10 @@ static void pool_refill(struct server *s)
 			logmsg("--prebuild is off: %s", err.message);
 		} else if (++s->pool_fails >= POOL_MAX_FAILS) {
 			pool_pause(s, err.message[0] ? err.message : "out of memory");
+		} else if (s->pool_wait_until < t + POOL_IDLE_MS) {
+			/* not again at once: a failure beside a running call may be that call's
+			 * (its processes, its memory) */
+			s->pool_wait_until = t + POOL_IDLE_MS;
 		}
 		return;
 	}

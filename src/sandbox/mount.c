@@ -351,6 +351,23 @@ static int sys_mount_setattr(int dfd, const char *path, unsigned flags, uint64_t
 	return syscall(SYS_mount_setattr, dfd, path, flags, &attr, sizeof(attr)) < 0 ? -errno : 0;
 }
 
+/* Whether a relative path has a "." or ".." component (the walk below treats those one by
+ * one, a single lookup as a whole). */
+static int has_dot_component(const char *p)
+{
+	for (;;) {
+		if (p[0] == '.' && (p[1] == 0 || p[1] == '/' ||
+		                    (p[1] == '.' && (p[2] == 0 || p[2] == '/'))))
+			return 1;
+		while (*p && *p != '/')
+			p++;
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return 0;
+	}
+}
+
 /* Create the target (a directory, or an empty file when is_file) below rootfd, one component
  * at a time, never following a symlink, and return an O_PATH fd of it. */
 static int make_target(int rootfd, const char *abs, int is_file, char *buf)
@@ -358,6 +375,15 @@ static int make_target(int rootfd, const char *abs, int is_file, char *buf)
 	const char *p = abs;
 	while (*p == '/')
 		p++;
+	/* Most targets exist already (in a tree bound by an earlier op, or made by one): then one
+	 * lookup under the same rules finds what the walk would, without its two or three calls
+	 * per component. An existing one is used as it is either way, whatever its type. */
+	if (*p && !has_dot_component(p)) {
+		int fd = sys_openat2(rootfd, p, O_PATH | O_CLOEXEC,
+		                     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+		if (fd >= 0)
+			return fd;
+	}
 	int dirfd = rootfd, r;
 	for (;;) {
 		const char *end = p;

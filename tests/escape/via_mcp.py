@@ -278,7 +278,18 @@ def prime(srv, args, deadline):
     True when one was built (the real call must then use it)."""
     primer = {k: v for k, v in args.items() if k not in ("argv", "command", "stdin")}
     primer["argv"] = ["true"]
-    before = parked(srv.proc.pid)  # a sandbox the server may have built at its start
+    # The server builds one at its start too (for its own policy, once idle for 10 ms): wait
+    # for it, so that it is in `before`. Left out, it could look like the primer's: the
+    # primer uses it (and its init lingers, childless, while its namespaces are torn down)
+    # or kills it (the primer's plan differs), and on a loaded machine either still looks
+    # parked 50 ms later.
+    before = set()
+    until = time.monotonic() + 10
+    while not before and time.monotonic() < until:
+        srv.pump(time.monotonic() + 0.02)
+        if b"--prebuild" in srv.err:
+            break  # it cannot build here: judged below
+        before = parked(srv.proc.pid)
     srv.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
               "params": {"name": "run_command", "arguments": primer}})
     r = srv.wait_response(3, deadline)
