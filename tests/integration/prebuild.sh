@@ -97,6 +97,29 @@ PY
 	[ ! -e "$WS/left-by-call-1" ] || fail "the sandbox's /tmp file reached the workspace"
 }
 
+# Calls back to back (each sent as soon as the previous reply arrives) never leave the server
+# idle, so it builds the next call's sandbox beside the running one: nearly every call is
+# served prebuilt (before the pipeline, only the first was), and each in a sandbox of its own
+# (nothing a call leaves in its private /tmp is in any later call's).
+test_prebuild_back_to_back_calls_pipelined() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server()
+wait_parked(s, set())
+n, hits = 40, 0
+for i in range(n):
+    r = sc(s.call("run_command", {"command": "ls -a /tmp; touch /tmp/mark-%d" % i}))
+    assert r["exit_code"] == 0, r
+    seen = [l for l in r["stdout"].split() if l.startswith("mark-")]
+    assert not seen, "call %d found %s: a sandbox was used twice" % (i, seen)
+    hits += r["prebuilt_ms"] is not None
+s.close()
+assert hits >= n * 3 // 4, "only %d of %d back-to-back calls were served prebuilt" % (hits, n)
+print("%d of %d back-to-back calls prebuilt" % (hits, n))
+PY
+	[ -z "$(ls "$WS" | grep '^mark-')" ] || fail "a sandbox's /tmp file reached the workspace"
+}
+
 # The plan key covers which files the protected paths are: a .git/hooks replaced on the host
 # after the sandbox was parked (the parked sandbox's read-only bind now covers the old
 # directory only) must not be handed to a call. The call gets a sandbox built for it, the
