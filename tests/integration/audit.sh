@@ -396,19 +396,27 @@ test_audit_store_readonly_fails_fast() {
 	assert_eq "$(sqlite3 "$WS/other.db" "PRAGMA journal_mode")" delete "its journal mode was changed"
 }
 
-test_audit_store_locked_fails_fast_then_records_gap() {
-	local db=$WS/audit.db
-	audit_tool "$db" record >/dev/null || fail "record"
-	python3 - "$db" "$WS/locked" <<'PY' &
+# Another process holds the store's write lock (BEGIN IMMEDIATE) for SECONDS: returns once it
+# is held; its pid is in LOCK_HOLDER (wait for it).
+hold_store_lock() {
+	rm -f "$WS/locked"
+	python3 - "$1" "$WS/locked" "$2" <<'PY' &
 import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
 open(sys.argv[2], "w").write("1")
-time.sleep(1.2)
+time.sleep(float(sys.argv[3]))
 c.execute("COMMIT")
 PY
-	local holder=$!
-	for _ in $(seq 1 50); do [ -s "$WS/locked" ] && break; sleep 0.05; done
+	LOCK_HOLDER=$!
+	for _ in $(seq 1 50); do [ -s "$WS/locked" ] && return 0; sleep 0.05; done
+	fail "the lock holder did not take the write lock of $1 within 2.5 s"
+}
+
+test_audit_store_locked_fails_fast_then_records_gap() {
+	local db=$WS/audit.db
+	audit_tool "$db" record >/dev/null || fail "record"
+	hold_store_lock "$db" 1.2
 	local t0 t1 out
 	t0=$(ms_now)
 	out=$(audit_tool "$db" record 2>&1) && fail "recorded into a locked store"
@@ -419,7 +427,7 @@ PY
 	assert_contains "$out" "--audit off"
 	# one process that fails while the lock is held and then succeeds records the gap
 	out=$(audit_tool "$db" bulk 8 --pause 300 2>&1)
-	wait $holder
+	wait "$LOCK_HOLDER"
 	assert_contains "$out" "recorded"
 	local n
 	n=$(aud stats --json | jget events.store_unavailable)
@@ -439,20 +447,11 @@ test_audit_gap_flush_at_exit() {
 	audit_tool "$db" record >/dev/null || fail "record"
 	assert_eq "$(audit_tool "$db" gap 0)" nothing
 	[ -z "$(aud export | grep store_unavailable)" ] || fail "a flush with nothing lost wrote an event"
-	python3 - "$db" "$WS/locked" <<'PY' &
-import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute("BEGIN IMMEDIATE")
-open(sys.argv[2], "w").write("1")
-time.sleep(1.0)
-c.execute("COMMIT")
-PY
-	local holder=$!
-	for _ in $(seq 1 50); do [ -s "$WS/locked" ] && break; sleep 0.05; done
+	hold_store_lock "$db" 1.0
 	out=$(audit_tool "$db" gap 4 "disk full (test)" 2>&1) && fail "flushed into a locked store: $out"
 	assert_contains "$out" "locked"
 	assert_contains "$out" "still missed: 4"
-	wait $holder
+	wait "$LOCK_HOLDER"
 	assert_eq "$(audit_tool "$db" gap 7 "disk full (test)")" recorded
 	local ev
 	ev=$(aud export | python3 -c 'import json,sys
