@@ -49,8 +49,9 @@ def gone_soon(pids, timeout=5):
         time.sleep(0.05)
     return [p for p in pids if alive(p)]
 
-def server(*extra):
-    s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "1"] + list(extra)))
+def server(*extra, prebuild=1):
+    s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", str(prebuild)]
+                               + list(extra)))
     s.initialize()
     return s
 
@@ -86,8 +87,7 @@ assert "left-by-call-1" not in r2["stdout"], "a parked sandbox was used twice: %
 assert r1["id"] != r2["id"]
 s.close()
 # the plain path, same policy: the same isolation record
-p = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "0"]))
-p.initialize()
+p = server(prebuild=0)
 r3 = sc(p.call("run_command", {"command": "true"}))
 p.close()
 assert r3["prebuilt_ms"] is None, r3
@@ -195,8 +195,7 @@ PY
 test_prebuild_parked_sandboxes_end_with_the_server() {
 	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
 $PREBUILD_PY_HEAD
-s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "3"]))
-s.initialize()
+s = server(prebuild=3)
 got = gather_parked(s, 3)
 assert s.close() == 0
 left = gone_soon(got, 0.2)
@@ -210,8 +209,7 @@ test_prebuild_parked_sandboxes_die_with_a_killed_server() {
 	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
 $PREBUILD_PY_HEAD
 import signal
-s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", "2"]))
-s.initialize()
+s = server(prebuild=2)
 got = gather_parked(s, 2)
 s.proc.send_signal(signal.SIGKILL)
 s.proc.wait()
