@@ -202,11 +202,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
                  struct corral_error *err);
 /* The plan key of cfg's sandbox as it would be built now: a SHA-256 over everything the
  * sandbox is made of (namespaces, mounts with the identity of the in-workspace and writable
- * sources, Landlock rules, seccomp program, rlimits, cgroup limits, environment, cwd, the
- * protected paths held and their identity), and nothing of the command (argv). The plan is
- * built (placeholders held; a cgroup made, when the plan wants one, to learn whether it can
- * be) and released again; no sandbox is made. Two configs with equal keys get the same
- * sandbox. */
+ * sources and of the protected paths, Landlock rules, seccomp program, rlimits, cgroup
+ * limits, environment, cwd), and nothing of the command (argv). The plan is a dry run: the
+ * policy's preflight runs, but nothing is made or held on the host (no placeholder, cgroup
+ * or private /tmp; the cgroup is taken to be as the process's last attempt had it); no
+ * sandbox is made. Two configs with equal keys get the same sandbox. */
 int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err);
 /* Largest argv (bytes of the strings with their NULs, and count) a parked sandbox takes. */
 #define PARK_MAX_ARGV_BYTES (60 * 1024)

@@ -207,14 +207,32 @@ static int child_fds(const struct launch *L, int *report_fd)
 	return 0;
 }
 
-static void reset_signals(void)
+/* Every disposition back to the default: none of the supervisor's handlers or ignored
+ * signals (SIGPIPE, a nohup's SIGHUP) reach the sandbox. Done once by the init, which
+ * installs none of its own (it takes its signals blocked, with sigwaitinfo, and the kernel
+ * never discards a blocked signal), so the command and the jobs it forks start with them
+ * (for a parked sandbox, before its command arrives). */
+static void reset_dispositions(void)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
+	/* The kernel's struct, by raw system call: glibc's sigaction() refuses the two
+	 * real-time signals it keeps for itself (32 and 33), and a caller may have them ignored
+	 * too. Layout of the generic kernel ABI (x86_64, arm64, riscv, ...); SIG_DFL with no
+	 * flags needs no restorer. */
+	struct {
+		void (*handler)(int);
+		unsigned long flags;
+		void (*restorer)(void);
+		uint64_t mask;
+	} ka = {SIG_DFL, 0, NULL, 0};
 	for (int s = 1; s < _NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
-			sigaction(s, &sa, NULL); /* the raw syscall wrapper; no locks */
+			syscall(SYS_rt_sigaction, s, &ka, NULL, sizeof(ka.mask));
+}
+
+/* The init's processes start with its dispositions (the defaults, see reset_dispositions)
+ * and its mask (everything blocked): unblock. */
+static void reset_signals(void)
+{
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -224,6 +242,11 @@ static void reset_signals(void)
  * share one domain and can signal each other; this process-local flag (set in the cloned
  * child only) tells the command and the jobs not to add a sibling domain of their own. */
 static bool landlock_in_init;
+/* A parked init loads the command's seccomp filter itself before it waits (DESIGN §18): the
+ * kernel's work for it (checking, translating and caching the program: tens of microseconds)
+ * is done before the call, and the command inherits the filter. Nothing the init does after
+ * its setup needs a call the filter denies. */
+static bool seccomp_in_init;
 /* The command's Landlock ruleset, built by the init once its own setup is done (-1: none;
  * the command then builds it itself, as session jobs without one do). */
 static int ll_ready_fd = -1;
@@ -247,7 +270,7 @@ static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv
 			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	}
 	/* seccomp last: it denies mount, setns and friends that the steps before used. */
-	if (L->seccomp && (r = seccomp_apply_child(L->sc)) < 0)
+	if (L->seccomp && !seccomp_in_init && (r = seccomp_apply_child(L->sc)) < 0)
 		fail_on(exec_fd, STEP_SECCOMP, r, -1, NULL);
 	const char *prog = argv[0];
 	int err = ENOENT;
@@ -301,6 +324,25 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 		fail_on(exec_fd, STEP_FDS, errno, -1, NULL);
 	reset_signals();
 	confine_and_exec(L, cmd_argv ? cmd_argv : L->argv, exec_fd);
+}
+
+/* The command process is started the way posix_spawn starts one: it shares the init's
+ * memory (CLONE_VM) on a stack of its own, and the init waits (CLONE_VFORK) until it has
+ * exec'd or failed. Nothing of the init's address space is copied for a process that only
+ * makes system calls before exec (the init is a copy of the supervisor, megabytes of it).
+ * It has its own descriptor table, signal handlers and credentials: what it changes there
+ * (stdio, its process group, Landlock, seccomp) stays its own. */
+struct cmd_start {
+	const struct launch *L;
+	int ep0, ep1;
+};
+static char cmd_stack[128 * 1024] __attribute__((aligned(64)));
+
+static int command_start(void *arg)
+{
+	const struct cmd_start *cs = arg;
+	close(cs->ep0);
+	command_exec(cs->L, cs->ep1);
 }
 
 /* ---- jobs inside a running sandbox (sessions) -------------------------------------------
@@ -616,6 +658,7 @@ static _Noreturn void child_main(const struct launch *L)
 	int report_fd;
 	if ((r = child_fds(L, &report_fd)) < 0)
 		fail_on(report_fd, STEP_FDS, r, -1, NULL);
+	reset_dispositions();
 	/* Wait until the parent has written our uid/gid maps and put us into the cgroup:
 	 * mounts need the mapped ids, and limits must hold before anything runs. */
 	if (read(CFD_SYNC, &c, 1) != 1)
@@ -669,9 +712,9 @@ static _Noreturn void child_main(const struct launch *L)
 	prctl(PR_SET_NAME, "corral-init");
 	if (!L->pidns)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
-	/* no_new_privs before Landlock and seccomp (applied in the command, see command_exec):
-	 * both need it once CAP_SYS_ADMIN is gone, and setuid binaries must not regain what is
-	 * dropped here. */
+	/* no_new_privs before Landlock and seccomp (applied in the command, see command_exec;
+	 * a parked init loads seccomp itself before it waits): both need it once CAP_SYS_ADMIN
+	 * is gone, and setuid binaries must not regain what is dropped here. */
 	if ((r = caps_no_new_privs_child()) < 0)
 		child_fail(STEP_NNP, r, -1);
 	if ((L->userns || getuid() == 0) && (r = caps_drop_all_child()) < 0)
@@ -698,19 +741,23 @@ static _Noreturn void child_main(const struct launch *L)
 			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	}
 	/* Parked: everything is in place; the command arrives later on the sync pipe. */
-	if (L->cfg->park)
+	if (L->cfg->park) {
+		if (L->seccomp) {
+			if ((r = seccomp_apply_child(L->sc)) < 0)
+				child_fail(STEP_SECCOMP, r, -1);
+			seccomp_in_init = true;
+		}
 		cmd_argv = park_wait();
+	}
 
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		child_fail(STEP_FORK, errno, -1);
-	pid_t cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+	struct cmd_start cs = {L, ep[0], ep[1]};
+	pid_t cmd = clone(command_start, cmd_stack + sizeof(cmd_stack),
+	                  CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
 	if (cmd < 0)
 		child_fail(STEP_FORK, errno, -1);
-	if (cmd == 0) {
-		close(ep[0]);
-		command_exec(L, ep[1]);
-	}
 	close(ep[1]);
 	if (L->fd_fd3 >= 0)
 		close(CFD_FD3); /* the status pipe's writers are the shell and its children */
@@ -855,15 +902,9 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	for (char **d = L->path_dirs; d && *d; d++)
 		key_str(&h, *d);
 	key_str(&h, NULL);
-	/* the protected paths held: which files they are now (not whether this plan created
-	 * them: a parked sandbox's placeholders exist when the call's plan looks) */
-	key_u64(&h, L->n_held);
-	for (size_t i = 0; i < L->n_held; i++) {
-		const struct placeholder *ph = &L->held[i];
-		key_str(&h, ph->path);
-		key_u64(&h, ph->watch);
-		key_identity(&h, ph->fd >= 0 ? fstat(ph->fd, &st) : -1, &st);
-	}
+	/* The protected paths are in the mounts above, each with the identity of the file at
+	 * its path (a parked sandbox's placeholders exist when the call's plan looks). Not what
+	 * is held: a call's key is taken as a dry run, which holds nothing. */
 	sha256_digest(&h, 32, out);
 }
 
@@ -1144,18 +1185,22 @@ int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct cor
 	L.uid = getuid();
 	L.gid = getgid();
 	L.fd_fd3 = L.fd_ctl = -1;
+	/* The plan as a run would build it now, with no host side effect: no placeholder made
+	 * or held, no cgroup made, no private /tmp (a call's key is taken on its path; a
+	 * parked sandbox already holds all of these). The preflight still runs: a command the
+	 * policy refuses never reaches a parked sandbox. */
+	L.dry_run = true;
 	struct corral_result *res = result_new();
 	if (!res)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "plan", "out of memory");
-	int r = plan_choose_layers(&L, res, err);
+	int r = cfg->park ? 0 : policy_preflight(cfg, err);
+	if (r == 0)
+		r = plan_choose_layers(&L, res, err);
 	if (r == 0)
 		r = plan_prepare(&L, res, err);
 	if (r == 0)
 		plan_key_compute(&L, key);
-	if (L.cg)
-		cgroup_destroy(L.cg);
-	if (L.private_tmp)
-		rmdir(L.private_tmp);
+	free(L.private_tmp);
 	plan_release_protected(L.held, L.n_held);
 	plan_free(&L);
 	corral_result_free(res);

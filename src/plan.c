@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/openat2.h>
@@ -1275,10 +1276,18 @@ static void free_strv(char **v, size_t n)
 
 /* ---- cgroup and limits ----------------------------------------------------------------- */
 
+/* Whether this process's last attempt to make a cgroup for a run succeeded (before any: yes).
+ * A dry run makes none; it plans the rlimits as that attempt would have them (with a cgroup,
+ * the memory and process limits need no rlimit fallback). A plan key computed this way
+ * matches a sandbox built since; if the host changed meanwhile, it misses, which only costs
+ * a build. */
+static _Atomic bool cg_last_made = true;
+
 static int prepare_limits(struct launch *L, struct corral_result *res,
                           struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
+	bool dry_cg = false;
 	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
 	 * counts per sandbox, so an unprivileged caller's process limit needs no cgroup; but the
 	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
@@ -1289,6 +1298,9 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
 	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg || cpus);
 	if (L->want_cg && L->dry_run) {
+		/* nothing is made: a dry run (explain, a plan key) takes the last attempt's
+		 * outcome in this process as what a real run would get */
+		dry_cg = atomic_load(&cg_last_made);
 		record(res, "cgroup", true,
 		       cpus ? "a cgroup for the memory, process and CPU limits"
 		            : "a cgroup for the memory and process limits");
@@ -1321,6 +1333,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 				rc = 0;
 			}
 		}
+		atomic_store(&cg_last_made, rc == 0);
 		if (rc < 0) {
 			L->cg = NULL;
 			if (cpus && cfg->mode == CORRAL_MODE_REQUIRED)
@@ -1354,9 +1367,10 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
 	if (!L->userns && cfg->pids_default)
 		nproc = 0;
+	bool in_cg = L->cg != NULL || dry_cg;
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
 	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
-	                  L->cg != NULL, L->cg != NULL);
+	                  in_cg, in_cg);
 	/* Say exactly what was set. */
 	char d[160] = "";
 	size_t o = 0;

@@ -29,6 +29,27 @@ test_core_exit_signal_128_plus_n() {
 	assert_eq "$(jget exit_code <<<"$out")" null
 }
 
+# The caller's signal dispositions stop at the sandbox: a command started from a shell that
+# ignores SIGHUP, SIGINT and SIGPIPE (nohup, a background job, a server that ignores SIGPIPE)
+# starts with every disposition at its default and nothing blocked, so `yes | head` ends and
+# Ctrl-C works inside. Positive control: the caller's own mask shows what it ignores.
+test_core_signal_dispositions_reset() {
+	local out
+	out=$(python3 -c '
+import os, signal, sys
+for s in (signal.SIGHUP, signal.SIGINT, signal.SIGPIPE, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+print(open("/proc/self/status").read().split("SigIgn:")[1].split()[0], flush=True)
+os.execv(sys.argv[1], sys.argv[1:])' "$CORRAL" run -w "$WS" -- sh -c \
+		'grep -E "^Sig(Ign|Blk):" /proc/self/status; yes | head -1 >/dev/null; echo "yes: $?"')
+	local host
+	host=$(head -1 <<<"$out")
+	[ "$host" != 0000000000000000 ] || fail "control: the caller ignores nothing ($out)"
+	assert_contains "$out" "SigIgn:	0000000000000000"
+	assert_contains "$out" "SigBlk:	0000000000000000"
+	assert_contains "$out" "yes: 0"
+}
+
 test_core_shell_string_and_argv() {
 	local out
 	out=$(cr -c 'echo "a b" | tr a-z A-Z')

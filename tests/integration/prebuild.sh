@@ -97,6 +97,24 @@ PY
 	[ ! -e "$WS/left-by-call-1" ] || fail "the sandbox's /tmp file reached the workspace"
 }
 
+# A parked sandbox's command starts as a built one does: every signal disposition at its
+# default (the server ignores SIGPIPE; the init reset them before the command came), nothing
+# blocked, so a pipe into head ends.
+test_prebuild_signal_dispositions_reset() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server()
+wait_parked(s, set())
+r = sc(s.call("run_command", {"command":
+    "grep -E '^Sig(Ign|Blk):' /proc/self/status; yes | head -1 >/dev/null; echo yes: \$?"}))
+s.close()
+assert r["prebuilt_ms"] is not None, r
+assert "SigIgn:\t0000000000000000" in r["stdout"], r["stdout"]
+assert "SigBlk:\t0000000000000000" in r["stdout"], r["stdout"]
+assert "yes: 0" in r["stdout"], r["stdout"]
+PY
+}
+
 # Calls back to back (each sent as soon as the previous reply arrives) never leave the server
 # idle, so it builds the next call's sandbox beside the running one: nearly every call is
 # served prebuilt (before the pipeline, only the first was), and each in a sandbox of its own
