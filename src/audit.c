@@ -38,6 +38,8 @@
 	struct corral_error err##_local_ = {0};                                                    \
 	err = err ? err : &err##_local_
 
+#define AUDIT_STMT_CACHE 8
+
 struct audit {
 	sqlite3 *db;
 	char *path;
@@ -47,6 +49,12 @@ struct audit {
 	bool wal_full;      /* a commit left AUDIT_WAL_FRAMES or more in the WAL: checkpoint */
 	uint64_t missed;    /* writes that failed (or were skipped) since the last success */
 	char missed_error[sizeof(((struct corral_error *)0)->message)];
+	/* the write path's statements, prepared once per handle (a server writes one record
+	 * per call: preparing five statements each time was a fifth of the record's cost) */
+	struct {
+		char *sql;
+		sqlite3_stmt *st;
+	} cache[AUDIT_STMT_CACHE];
 };
 
 /* Columns in hash order; the last one (prev_hash) is followed by row_hash, which is not
@@ -215,6 +223,37 @@ static int prepare(struct audit *a, const char *sql, sqlite3_stmt **st, struct c
 {
 	int rc = sqlite3_prepare_v2(a->db, sql, -1, st, NULL);
 	return rc == SQLITE_OK ? 0 : store_error(a->path, a->db, rc, "read", err);
+}
+
+/* A statement of the write path, from the handle's cache (prepared on first use, with
+ * SQLITE_PREPARE_PERSISTENT). Give it back with done(): reset, bindings cleared, never
+ * finalized (audit_close does that). A full cache prepares a statement of its own, which
+ * done() then finalizes. */
+static int cached(struct audit *a, const char *sql, sqlite3_stmt **st, struct corral_error *err)
+{
+	size_t i = 0;
+	for (; i < AUDIT_STMT_CACHE && a->cache[i].sql; i++)
+		if (!strcmp(a->cache[i].sql, sql)) {
+			*st = a->cache[i].st;
+			return 0;
+		}
+	int rc = sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
+	if (rc != SQLITE_OK)
+		return store_error(a->path, a->db, rc, "read", err);
+	if (i < AUDIT_STMT_CACHE && (a->cache[i].sql = strdup(sql)))
+		a->cache[i].st = *st;
+	return 0;
+}
+
+static void done(struct audit *a, sqlite3_stmt *st)
+{
+	for (size_t i = 0; i < AUDIT_STMT_CACHE && a->cache[i].sql; i++)
+		if (a->cache[i].st == st) {
+			sqlite3_reset(st);
+			sqlite3_clear_bindings(st);
+			return;
+		}
+	sqlite3_finalize(st);
 }
 
 static void bind_val(sqlite3_stmt *st, int i, const struct val *v)
@@ -526,6 +565,10 @@ void audit_close(struct audit *a)
 {
 	if (!a)
 		return;
+	for (size_t i = 0; i < AUDIT_STMT_CACHE && a->cache[i].sql; i++) {
+		sqlite3_finalize(a->cache[i].st);
+		free(a->cache[i].sql);
+	}
 	sqlite3_close_v2(a->db);
 	free(a->path);
 	free(a);
@@ -565,8 +608,8 @@ struct chain_state {
 static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
 {
 	sqlite3_stmt *st;
-	if (prepare(a, "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM chain WHERE k = 1",
-	            &st, err) < 0)
+	if (cached(a, "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM chain WHERE k = 1",
+	           &st, err) < 0)
 		return err->code;
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -577,7 +620,7 @@ static int chain_read(struct audit *a, struct chain_state *c, struct corral_erro
 		snprintf(c->anchor_hash, sizeof(c->anchor_hash), "%s",
 		         (const char *)sqlite3_column_text(st, 3) ?: "");
 	}
-	sqlite3_finalize(st);
+	done(a, st);
 	if (rc == SQLITE_ROW)
 		return 0;
 	if (rc == SQLITE_DONE)
@@ -612,24 +655,27 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	snprintf(sql + o, sizeof(sql) - o, ")");
 
 	sqlite3_stmt *st;
-	int rc = sqlite3_prepare_v2(a->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_error(a->path, a->db, rc, "write", err);
+	if (cached(a, sql, &st, err) < 0)
+		return err->code;
 	for (size_t k = 0; k < t->n; k++)
 		bind_val(st, (int)k + 1, &v[k]);
 	sqlite3_bind_text(st, (int)t->n + 1, hash, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
-		return store_error(a->path, a->db, rc, "write", err);
+		store_error(a->path, a->db, rc, "write", err);
+	done(a, st);
+	if (rc != SQLITE_DONE)
+		return err->code;
 
-	if (prepare(a, "UPDATE chain SET head_seq = ?, head_hash = ? WHERE k = 1", &st, err) < 0)
+	if (cached(a, "UPDATE chain SET head_seq = ?, head_hash = ? WHERE k = 1", &st, err) < 0)
 		return err->code;
 	sqlite3_bind_int64(st, 1, c.head_seq + 1);
 	sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_error(a->path, a->db, rc, "write", err);
+	if (rc != SQLITE_DONE)
+		store_error(a->path, a->db, rc, "write", err);
+	done(a, st);
+	return rc == SQLITE_DONE ? 0 : err->code;
 }
 
 static int append_event(struct audit *a, const char *kind, const char *execution_id, int64_t at,
