@@ -229,7 +229,8 @@ static int prepare(struct audit *a, const char *sql, sqlite3_stmt **st, struct c
  * SQLITE_PREPARE_PERSISTENT). Give it back with done(): reset, bindings cleared, never
  * finalized (audit_close does that). A full cache prepares a statement of its own, which
  * done() then finalizes. */
-static int cached(struct audit *a, const char *sql, sqlite3_stmt **st, struct corral_error *err)
+static int cached(struct audit *a, const char *sql, const char *what, sqlite3_stmt **st,
+                  struct corral_error *err)
 {
 	size_t i = 0;
 	for (; i < AUDIT_STMT_CACHE && a->cache[i].sql; i++)
@@ -239,7 +240,7 @@ static int cached(struct audit *a, const char *sql, sqlite3_stmt **st, struct co
 		}
 	int rc = sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 	if (rc != SQLITE_OK)
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a->path, a->db, rc, what, err);
 	if (i < AUDIT_STMT_CACHE && (a->cache[i].sql = strdup(sql)))
 		a->cache[i].st = *st;
 	return 0;
@@ -609,7 +610,7 @@ static int chain_read(struct audit *a, struct chain_state *c, struct corral_erro
 {
 	sqlite3_stmt *st;
 	if (cached(a, "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM chain WHERE k = 1",
-	           &st, err) < 0)
+	           "read", &st, err) < 0)
 		return err->code;
 	int rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
@@ -655,7 +656,7 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	snprintf(sql + o, sizeof(sql) - o, ")");
 
 	sqlite3_stmt *st;
-	if (cached(a, sql, &st, err) < 0)
+	if (cached(a, sql, "write", &st, err) < 0)
 		return err->code;
 	for (size_t k = 0; k < t->n; k++)
 		bind_val(st, (int)k + 1, &v[k]);
@@ -667,7 +668,8 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	if (rc != SQLITE_DONE)
 		return err->code;
 
-	if (cached(a, "UPDATE chain SET head_seq = ?, head_hash = ? WHERE k = 1", &st, err) < 0)
+	if (cached(a, "UPDATE chain SET head_seq = ?, head_hash = ? WHERE k = 1", "write", &st,
+	           err) < 0)
 		return err->code;
 	sqlite3_bind_int64(st, 1, c.head_seq + 1);
 	sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -211,13 +212,15 @@ static int child_fds(const struct launch *L, int *report_fd)
  * signals (SIGPIPE, a nohup's SIGHUP) reach the sandbox. Done once by the init, which
  * installs none of its own (it takes its signals blocked, with sigwaitinfo, and the kernel
  * never discards a blocked signal), so the command and the jobs it forks start with them
- * (for a parked sandbox, before its command arrives). */
+ * (for a parked sandbox, before its command arrives). The command unblocks them all
+ * (reset_signals: glibc's sigprocmask with an empty set clears 32 and 33 too). */
 static void reset_dispositions(void)
 {
 	/* The kernel's struct, by raw system call: glibc's sigaction() refuses the two
 	 * real-time signals it keeps for itself (32 and 33), and a caller may have them ignored
-	 * too. Layout of the generic kernel ABI (x86_64, arm64, riscv, ...); SIG_DFL with no
-	 * flags needs no restorer. */
+	 * too. The handler comes first and everything after it is zero, which reads the same
+	 * whether the architecture's struct has a restorer field or not; SIG_DFL with no flags
+	 * needs none. */
 	struct {
 		void (*handler)(int);
 		unsigned long flags;
@@ -227,6 +230,10 @@ static void reset_dispositions(void)
 	for (int s = 1; s < _NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			syscall(SYS_rt_sigaction, s, &ka, NULL, sizeof(ka.mask));
+	/* The clone blocked every signal but those two (glibc will not block them either):
+	 * block them too, so that the init takes no signal it does not wait for. */
+	uint64_t all = ~0ULL;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, sizeof(all));
 }
 
 /* The init's processes start with its dispositions (the defaults, see reset_dispositions)
@@ -327,11 +334,12 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 }
 
 /* The command process is started the way posix_spawn starts one: it shares the init's
- * memory (CLONE_VM) on a stack of its own, and the init waits (CLONE_VFORK) until it has
- * exec'd or failed. Nothing of the init's address space is copied for a process that only
- * makes system calls before exec (the init is a copy of the supervisor, megabytes of it).
- * It has its own descriptor table, signal handlers and credentials: what it changes there
- * (stdio, its process group, Landlock, seccomp) stays its own. */
+ * memory (CLONE_VM) on a stack of its own (CMD_STACK bytes, mapped by the init), and the
+ * init waits (CLONE_VFORK) until it has exec'd or failed. Nothing of the init's address
+ * space is copied for a process that only makes system calls before exec (the init is a
+ * copy of the supervisor, megabytes of it). It has its own descriptor table, signal
+ * handlers and credentials: what it changes there (stdio, its process group, Landlock,
+ * seccomp) stays its own. */
 struct cmd_start {
 	const struct launch *L;
 	int ep0, ep1;
@@ -345,8 +353,8 @@ struct cmd_start {
 #endif
 #ifndef CORRAL_ASAN
 #define CORRAL_ASAN 0
-static char cmd_stack[128 * 1024] __attribute__((aligned(64)));
 #endif
+#define CMD_STACK (128 * 1024)
 
 static int command_start(void *arg)
 {
@@ -750,6 +758,17 @@ static _Noreturn void child_main(const struct launch *L)
 			fail_on(CFD_REPORT, STEP_LANDLOCK, ll_ready_fd, detail,
 			        detail >= 0 ? L->ll.rules[detail].path : "the ruleset");
 	}
+#if !CORRAL_ASAN
+	/* the command's stack (command_start), with a guard page below it: an overflow faults
+	 * rather than writing over the init's memory */
+	char *stk = mmap(NULL, CMD_STACK + 4096, PROT_READ | PROT_WRITE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stk != MAP_FAILED && mprotect(stk, 4096, PROT_NONE) < 0) {
+		munmap(stk, CMD_STACK + 4096);
+		stk = MAP_FAILED;
+	}
+	/* (none: a tight RLIMIT_DATA, the memory limit's fallback; the command is forked) */
+#endif
 	/* Parked: everything is in place; the command arrives later on the sync pipe. */
 	if (L->cfg->park) {
 		if (L->seccomp) {
@@ -764,16 +783,21 @@ static _Noreturn void child_main(const struct launch *L)
 	if (pipe2(ep, O_CLOEXEC) < 0)
 		child_fail(STEP_FORK, errno, -1);
 	struct cmd_start cs = {L, ep[0], ep[1]};
-#if CORRAL_ASAN
-	/* AddressSanitizer does not know the command's stack and warns on it (into the
-	 * command's stderr): the sanitizer build forks, which the plain build's tests cover */
-	pid_t cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
-	if (cmd == 0)
-		command_start(&cs);
-#else
-	pid_t cmd = clone(command_start, cmd_stack + sizeof(cmd_stack),
-	                  CLONE_VM | CLONE_VFORK | SIGCHLD, &cs);
+	pid_t cmd;
+#if !CORRAL_ASAN
+	if (stk != MAP_FAILED)
+		cmd = clone(command_start, stk + 4096 + CMD_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD,
+		            &cs);
+	else
 #endif
+	{
+		/* AddressSanitizer does not know the command's stack and warns on it (into the
+		 * command's stderr): the sanitizer build forks, as does an init that could not
+		 * map the stack */
+		cmd = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, NULL);
+		if (cmd == 0)
+			command_start(&cs);
+	}
 	if (cmd < 0)
 		child_fail(STEP_FORK, errno, -1);
 	close(ep[1]);
@@ -853,7 +877,8 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	bool flags[] = {L->userns,  L->mountns, L->pidns,        L->netns,
 	                L->ipcns,   L->utsns,   L->cgroupns,     L->landlock,
 	                L->seccomp, cfg->tty,   cfg->init_ctl,   cfg->cmd_fd3 >= 0,
-	                L->want_cg, cfg->pids_default, cfg->workspace_ro, cfg->etc_minimal};
+	                L->want_cg, cfg->pids_default, cfg->workspace_ro, cfg->etc_minimal,
+	                L->in_cg,   L->cg_no_cpu};
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
 		key_u64(&h, flags[i]);
 	key_u64(&h, (uint64_t)(uintptr_t)L->sc); /* one compiled program per tier, per process */
@@ -1205,9 +1230,10 @@ int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct cor
 	L.fd_fd3 = L.fd_ctl = -1;
 	/* The plan as a run would build it now, with no host side effect: no placeholder made
 	 * or held, no cgroup made, no private /tmp (a call's key is taken on its path; a
-	 * parked sandbox already holds all of these). The preflight still runs: a command the
-	 * policy refuses never reaches a parked sandbox. */
-	L.dry_run = true;
+	 * parked sandbox already holds all of these). What the host would decide is predicted
+	 * (a placeholder it would refuse, the cgroup as the last attempt went). The preflight
+	 * still runs: a command the policy refuses never reaches a parked sandbox. */
+	L.dry_run = L.key_only = true;
 	struct corral_result *res = result_new();
 	if (!res)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "plan", "out of memory");

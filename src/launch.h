@@ -40,6 +40,11 @@ struct launch {
 	char *cg_procs[4];
 	size_t n_cg_procs;
 	bool dry_run;       /* explain only: no host side effects (placeholders, tmp, cgroup) */
+	bool key_only;      /* a dry run for a plan key (launch_plan_key): it also predicts what
+	                     * the host would decide (a placeholder that cannot be made, the
+	                     * cgroup as this process's last attempt had it) */
+	bool in_cg;         /* the run is in a cgroup (planned so, for a plan key) */
+	bool cg_no_cpu;     /* ... made without the CPU share it asked for (mode auto) */
 };
 
 /* plan.c: decide the layers for this run and record them in res; fails when mode=required

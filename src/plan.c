@@ -707,6 +707,15 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			if (!S_ISDIR(pst.st_mode))
 				return 0;
 			if (L->dry_run) {
+				/* a plan key predicts the outcome below: where the placeholder
+				 * could not be made, the real plan has no mount for it */
+				if (L->key_only && faccessat(AT_FDCWD, parent, W_OK | X_OK,
+				                             AT_EACCESS) < 0) {
+					if ((errno == EACCES || errno == EPERM) &&
+					    pst.st_uid == geteuid())
+						return uninspectable(err, parent, errno);
+					return 0;
+				}
 				if (note_dry_placeholder(L, path) < 0)
 					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
 					                        "out of memory");
@@ -1276,18 +1285,18 @@ static void free_strv(char **v, size_t n)
 
 /* ---- cgroup and limits ----------------------------------------------------------------- */
 
-/* Whether this process's last attempt to make a cgroup for a run succeeded (before any: yes).
- * A dry run makes none; it plans the rlimits as that attempt would have them (with a cgroup,
- * the memory and process limits need no rlimit fallback). A plan key computed this way
- * matches a sandbox built since; if the host changed meanwhile, it misses, which only costs
- * a build. */
-static _Atomic bool cg_last_made = true;
+/* How this process's last attempt to make a cgroup for a run went (before any: made in full).
+ * A plan key's dry run makes none; it plans as that attempt went (whether the run is in a
+ * cgroup, and so which rlimit fallbacks it needs; whether the CPU share was dropped), so its
+ * key matches a sandbox built since. If the host changed meanwhile, the key misses, which only
+ * costs a build. */
+enum { CG_NONE, CG_NO_CPU, CG_FULL };
+static _Atomic int cg_last = CG_FULL;
 
 static int prepare_limits(struct launch *L, struct corral_result *res,
                           struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
-	bool dry_cg = false;
 	/* A cgroup is made only when a limit needs it. Inside a user namespace RLIMIT_NPROC
 	 * counts per sandbox, so an unprivileged caller's process limit needs no cgroup; but the
 	 * kernel exempts kuid 0 from RLIMIT_NPROC, so root's sandboxes need pids.max. */
@@ -1298,9 +1307,11 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
 	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg || cpus);
 	if (L->want_cg && L->dry_run) {
-		/* nothing is made: a dry run (explain, a plan key) takes the last attempt's
-		 * outcome in this process as what a real run would get */
-		dry_cg = atomic_load(&cg_last_made);
+		if (L->key_only) {
+			int last = atomic_load(&cg_last);
+			L->in_cg = last != CG_NONE;
+			L->cg_no_cpu = cpus && last == CG_NO_CPU;
+		}
 		record(res, "cgroup", true,
 		       cpus ? "a cgroup for the memory, process and CPU limits"
 		            : "a cgroup for the memory and process limits");
@@ -1330,10 +1341,12 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 				         strncmp(cgerr.message, "cgroup: ", 8) ? cgerr.message
 				                                               : cgerr.message + 8);
 				cgroup_note(L->cg, note);
+				L->cg_no_cpu = true;
 				rc = 0;
 			}
 		}
-		atomic_store(&cg_last_made, rc == 0);
+		L->in_cg = rc == 0;
+		atomic_store(&cg_last, rc < 0 ? CG_NONE : L->cg_no_cpu ? CG_NO_CPU : CG_FULL);
 		if (rc < 0) {
 			L->cg = NULL;
 			if (cpus && cfg->mode == CORRAL_MODE_REQUIRED)
@@ -1367,7 +1380,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
 	if (!L->userns && cfg->pids_default)
 		nproc = 0;
-	bool in_cg = L->cg != NULL || dry_cg;
+	bool in_cg = L->cg != NULL || L->in_cg;
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
 	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
 	                  in_cg, in_cg);

@@ -744,11 +744,18 @@ static bool fd_room(struct server *s, int *before, struct corral_error *err)
 	*before = -1;
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return true;
-	*before = count_fds();
 	/* With nothing running, always try: the launcher reports its own error, and that is
-	 * how a server learns it has recovered. */
-	if (s->running == 0)
+	 * how a server learns it has recovered. Nothing to check then, so the descriptors are
+	 * counted (a /proc/self/fd listing, tens of microseconds) only to measure what a
+	 * launch takes: while that is unknown, or when no parked sandbox is there (the call
+	 * builds its own, the larger kind), not on every prebuilt call of an agent's
+	 * one-at-a-time session. Calls that run beside others are counted always. */
+	if (s->running == 0) {
+		if (!s->fd_per_call || !s->n_pool)
+			*before = count_fds();
 		return true;
+	}
+	*before = count_fds();
 	int need = (s->fd_per_call ? s->fd_per_call : FD_PER_CALL_GUESS) + FD_MARGIN;
 	if (*before >= 0 && (uint64_t)*before + (uint64_t)need <= (uint64_t)rl.rlim_cur)
 		return true;

@@ -168,6 +168,45 @@ PY
 	[ ! -e "$WS/.git/hooks-old/pre-commit" ] || fail "a hook was planted in the old hooks"
 }
 
+# A workspace where the protected paths are missing and cannot be made (a read-only file
+# system as root; a directory of another owner as uid 65534): the real plan has no
+# placeholder there, and a call's plan key, a dry run, must predict that, or no call ever
+# matches a parked sandbox (before: 0 of 3 prebuilt). Host-side: nothing was created.
+test_prebuild_matches_where_placeholders_cannot_be_made() {
+	local ws
+	if [ "$(id -u)" = 0 ]; then
+		ws="$WS/ro"
+		mkdir -p "$ws" && mount -t tmpfs -o ro,size=1m corral-ro "$ws" || fail "mount ro tmpfs"
+	else
+		ws=/usr/share/common-licenses
+		[ -d "$ws" ] && [ ! -w "$ws" ] || fail "control: $ws is missing or writable by $(id -u)"
+	fi
+	local before after
+	before=$(ls -A "$ws" | sort | tr '\n' ' ')
+	PBWS="$ws" prebuild_py <<PY
+$PREBUILD_PY_HEAD
+s = M.Server(M.corral_argv(["-w", os.environ["PBWS"], "--prebuild", "1", "--audit", "off"]))
+s.initialize()
+hits = 0
+wait_parked(s, set())
+for i in range(3):
+    before = parked_of(s.proc.pid)
+    r = sc(s.call("run_command", {"command": "ls -A; test -e .git && echo has-git; true"}))
+    assert r["exit_code"] == 0, r
+    assert "has-git" not in r["stdout"], r
+    hits += r["prebuilt_ms"] is not None
+    if i < 2:
+        wait_parked(s, before)
+s.close()
+assert hits == 3, "only %d of 3 calls were served prebuilt" % hits
+PY
+	local rc=$?
+	after=$(ls -A "$ws" | sort | tr '\n' ' ')
+	[ "$(id -u)" = 0 ] && umount "$ws"
+	[ $rc = 0 ] || fail "the MCP session failed (see the traceback above)"
+	assert_eq "$after" "$before"
+}
+
 # A call whose plan differs from what was built (its own environment) gets a sandbox of its
 # own; the server then builds for that plan, and the same call is prebuilt, with its
 # variable; a call of the first plan misses in turn.
