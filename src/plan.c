@@ -1380,10 +1380,9 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
 	if (!L->userns && cfg->pids_default)
 		nproc = 0;
-	bool in_cg = L->cg != NULL || L->in_cg;
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
 	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
-	                  in_cg, in_cg);
+	                  L->in_cg, L->in_cg);
 	/* Say exactly what was set. */
 	char d[160] = "";
 	size_t o = 0;
