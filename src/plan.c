@@ -1286,10 +1286,10 @@ static void free_strv(char **v, size_t n)
 /* ---- cgroup and limits ----------------------------------------------------------------- */
 
 /* How this process's last attempt to make a cgroup for a run went (before any: made in full).
- * A plan key's dry run makes none; it plans as that attempt went (whether the run is in a
- * cgroup, and so which rlimit fallbacks it needs; whether the CPU share was dropped), so its
- * key matches a sandbox built since. If the host changed meanwhile, the key misses, which only
- * costs a build. */
+ * A dry run (a plan key, explain, can_i) makes none; it plans as that attempt went (whether
+ * the run is in a cgroup, and so which rlimit fallbacks it needs; whether the CPU share was
+ * dropped), so a plan key matches a sandbox built since, and explain shows the limits a run
+ * would get. If the host changed meanwhile, a key misses, which only costs a build. */
 enum { CG_NONE, CG_NO_CPU, CG_FULL };
 static _Atomic int cg_last = CG_FULL;
 
@@ -1307,14 +1307,31 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
 	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg || cpus);
 	if (L->want_cg && L->dry_run) {
+		/* The rlimit fallbacks follow the cgroup predicted: a plan key's from this
+		 * process's last attempt (cheap, on every call), explain's from what the host
+		 * offers (cgroup_probe: writable, with the controllers) */
+		char why[PATH_MAX + 600] = "";
 		if (L->key_only) {
 			int last = atomic_load(&cg_last);
 			L->in_cg = last != CG_NONE;
 			L->cg_no_cpu = cpus && last == CG_NO_CPU;
+		} else {
+			L->in_cg = cgroup_probe(why, sizeof(why)) != 0;
+			L->cg_no_cpu = cpus && L->in_cg && !strstr(why, "cpu");
 		}
-		record(res, "cgroup", true,
-		       cpus ? "a cgroup for the memory, process and CPU limits"
-		            : "a cgroup for the memory and process limits");
+		char d[sizeof(why) + 120];
+		snprintf(d, sizeof(d), "%s%s",
+		         !L->in_cg ? "none usable, the limits fall back to rlimits: "
+		         : L->cg_no_cpu
+		             ? "a cgroup for the memory and process limits; the CPU share "
+		               "is NOT enforced (no cpu controller)"
+		         : cpus ? "a cgroup for the memory, process and CPU limits"
+		                : "a cgroup for the memory and process limits",
+		         L->in_cg                     ? ""
+		         : !strncmp(why, "none: ", 6) ? why + 6
+		         : why[0]                     ? why
+		                                      : "this process's last attempt failed");
+		record(res, "cgroup", L->in_cg, d);
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
 		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],

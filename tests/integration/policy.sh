@@ -701,3 +701,20 @@ test_policy_protected_uninspectable_is_not_absent() {
 		assert_contains "$out" ".git"
 	fi
 }
+
+# explain plans the limits a run gets: where a cgroup enforces the memory and process limits,
+# its rlimits have no RLIMIT_DATA/RLIMIT_NPROC stand-ins (before, explain listed "data
+# (memory fallback)" for a cgroup it planned). Compared with what a real run recorded.
+test_policy_explain_limits_match_a_run() {
+	local lim ex run
+	for lim in "" "--memory 256M" "--memory 256M --pids 64"; do
+		# shellcheck disable=SC2086 # the limits are words
+		ex=$("$CORRAL" policy explain -w "$WS" $lim --json -- true) || fail "explain $lim failed"
+		# shellcheck disable=SC2086
+		run=$(cr $lim --json -- true) || fail "the run with $lim failed: $run"
+		for layer in cgroup rlimits; do
+			assert_eq "$(jget "isolation.$layer.applied" <<<"$ex")" "$(jget "isolation.$layer.applied" <<<"$run")" "$layer applied, explain vs run, limits '$lim'"
+		done
+		assert_eq "$(jget isolation.rlimits.detail <<<"$ex")" "$(jget isolation.rlimits.detail <<<"$run")" "rlimits, explain vs run, limits '$lim'"
+	done
+}
