@@ -253,7 +253,7 @@ await test('twenty_concurrent_calls_overlap', async () => {
     assert.equal(n, String(i), 'a response went to the wrong request');
     return [BigInt(a), BigInt(b)];
   });
-  assert.ok(total > 4.5 && total < 12, `20 calls took ${total}s`);
+  assert.ok(total > 4.5 && total < 16, `20 calls took ${total}s`);
   const ev = spans.flatMap(([a, b]) => [[a, 1], [b, -1]]).sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] - y[1]));
   let cur = 0, peak = 0;
   for (const [, d] of ev) { cur += d; peak = Math.max(peak, cur); }
@@ -292,7 +292,8 @@ await test('progress_notifications', async () => {
   assert.ok(seen.length >= 2, `only ${seen.length} progress notifications`);
   for (let i = 1; i < seen.length; i++) {
     assert.ok(seen[i].progress > seen[i - 1].progress, 'progress must increase');
-    assert.ok(seen[i].at - seen[i - 1].at >= 400, 'progress must be rate limited');
+    // by the server's clock (progress is the elapsed ms when sent), not the arrival times
+    assert.ok(seen[i].progress - seen[i - 1].progress >= 500, 'progress must be rate limited');
   }
   assert.match(seen.at(-1).message, /^elapsed \d+\.\ds, \d+ bytes out, last: tick\d/);
   await client.close();

@@ -378,13 +378,13 @@ PY
 test_core_live_line_not_held_by_redaction() {
 	local out
 	# the whole first line, newline included, well before the command ends
-	out=$(live_read 1 "$CORRAL" run -w "$WS" -c 'echo first; sleep 3')
-	assert_eq "$(jget early <<<"$out")" "first"$'\n|' "the first line within 1 s"
+	out=$(live_read 2 "$CORRAL" run -w "$WS" -c 'echo first; sleep 4')
+	assert_eq "$(jget early <<<"$out")" "first"$'\n|' "the first line within 2 s (the command runs 4 s)"
 	# a server's last line, and a prompt without a newline (released after a pause)
-	out=$(live_read 1 "$CORRAL" run -w "$WS" -c 'echo Listening on http://127.0.0.1:8000; printf "Password:"; sleep 3')
+	out=$(live_read 2 "$CORRAL" run -w "$WS" -c 'echo Listening on http://127.0.0.1:8000; printf "Password:"; sleep 4')
 	assert_eq "$(jget early <<<"$out")" "Listening on http://127.0.0.1:8000"$'\n'"Password:|"
 	# control: the same with redaction off
-	out=$(live_read 1 "$CORRAL" run -w "$WS" --redact off -c 'echo first; sleep 3')
+	out=$(live_read 2 "$CORRAL" run -w "$WS" --redact off -c 'echo first; sleep 4')
 	assert_eq "$(jget early <<<"$out")" "first"$'\n|'
 }
 
@@ -392,7 +392,7 @@ test_core_live_split_secret_redacted() {
 	local out early full tok=ghp_1234567890abcdefghijklmnopqrstuvwxyz
 	# a token cut by a pause longer than the idle release: its start stays held, the rest
 	# of the line comes out, and the whole token is redacted
-	out=$(live_read 0.4 "$CORRAL" run -w "$WS" -c "printf 'tok ${tok:0:18}'; sleep 0.8; printf '${tok:18} end\n'")
+	out=$(live_read 1.5 "$CORRAL" run -w "$WS" -c "printf 'tok ${tok:0:18}'; sleep 3; printf '${tok:18} end\n'")
 	early=$(jget early <<<"$out")
 	full=$(jget full <<<"$out")
 	assert_eq "$early" "tok |" "the safe part is released, the token prefix held"

@@ -99,7 +99,10 @@ for v in ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"):
         c("shell_list", {})
         j = c("job_start", {"command": "echo job-out; sleep 30"})["job"]
         c("job_start", {"command": "echo in-session", "session": sid})
-        time.sleep(0.3)
+        for _ in range(100):  # the job's sandbox is built after job_start answers
+            if "job-out" in c("job_output", {"job": j})["stdout"]:
+                break
+            time.sleep(0.05)
         assert "job-out" in c("job_output", {"job": j})["stdout"]
         c("job_list", {})
         assert c("job_kill", {"job": j})["running"] is False
@@ -466,8 +469,9 @@ for i, id in enumerate(ids):
     assert out[0] == str(i), (id, out)          # the right answer for the right id
     spans[i] = (float(out[1]), float(out[2]))
 total = time.monotonic() - t0
-# 20 one-second calls, 4 at a time: about 5 s; sequential would be 20 s
-assert 4.5 < total < 12, total
+# 20 one-second calls, 4 at a time: about 5 s; sequential would be 20 s (the bound leaves
+# room for a slow machine; the peak below is the proof of the concurrency)
+assert 4.5 < total < 16, total
 events = sorted([(a, 1) for a, b in spans.values()] + [(b, -1) for a, b in spans.values()],
                 key=lambda e: (e[0], e[1]))
 cur = peak = 0
@@ -562,12 +566,14 @@ s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-con
 s.initialize()
 t0 = time.monotonic()
 ids = [s.call_async("run_command", {"command": "sleep 0.8; echo call-%d" % i}, id="q%d" % i) for i in range(6)]
-# one runs, two wait, the other three are refused at once (before the first call ends)
+# one runs, two wait, the other three are refused at once: before the first call ends
+# (by order, not by the clock, which a slow machine stretches)
 for i in (3, 4, 5):
-    r = s.response("q%d" % i, timeout=max(0.05, t0 + 0.7 - time.monotonic()))["result"]
+    r = s.response("q%d" % i, timeout=10)["result"]
     t = M.text_of(r)
     assert r["isError"] and "structuredContent" not in r, t
     assert "server busy: 2 calls are already waiting (the queue holds 2); try again later" in t, t
+assert not any(m.get("id") in ("q0", "q1", "q2") for m in s.pending), s.pending
 for i in (0, 1, 2):
     r = s.response("q%d" % i, timeout=30)["result"]
     assert not r["isError"] and r["structuredContent"]["stdout"] == "call-%d\n" % i, (i, M.text_of(r))
@@ -647,8 +653,10 @@ assert len(prog) >= 3, prog
 vals = [p["progress"] for _, p in prog]
 assert all(p["progressToken"] == "tok-1" for _, p in prog), prog
 assert vals == sorted(vals) and len(set(vals)) == len(vals), vals
-gaps = [b[0] - a[0] for a, b in zip(prog, prog[1:])]
-assert min(gaps) > 0.4, gaps                     # rate limited: at most every 500 ms
+# rate limited: at most every 500 ms, by the server's own clock (progress is the elapsed ms
+# when it was sent; the client's arrival times stretch and shrink with its own scheduling)
+gaps = [b - a for a, b in zip(vals, vals[1:])]
+assert min(gaps) >= 500, gaps
 last = prog[-1][1]["message"]
 assert last.startswith("elapsed ") and " bytes out, last: line" in last, last
 # the message carries the latest lines (up to 5, oldest first, blank ones skipped), not
@@ -836,10 +844,10 @@ if how == "eof":
     s.close_stdin()
 else:
     s.proc.send_signal(getattr(signal, "SIG" + how))
-rc = s.wait(timeout=5)
+rc = s.wait(timeout=8)
 dt = time.monotonic() - t0
 assert rc == 0, (rc, s.stderr_text)
-assert dt < 2, dt
+assert dt < 4, dt   # the commands would run 300 s; the bound leaves a slow machine room
 assert not alive(), subprocess.run(["pgrep", "-af", mark], capture_output=True, text=True).stdout
 s.drain(0.2)
 assert not s.pending, s.pending       # no responses for the killed calls
@@ -1053,11 +1061,11 @@ for args, want in (({}, "op and target: required"), ({"op": "read"}, "target: re
 # cheap: answered at once, even while every slot is busy with a slow call
 s2 = M.Server(M.corral_argv(["-w", ws, "--audit", "off", "--max-concurrent", "1"]))
 s2.initialize()
-slow = s2.call_async("run_command", {"command": "sleep 2"})
-t0 = time.monotonic()
+slow = s2.call_async("run_command", {"command": "sleep 3"})
 for _ in range(20):
     s2.call("can_i", {"op": "read", "target": "x"})
-assert time.monotonic() - t0 < 1.5, time.monotonic() - t0
+# all 20 answered while the slow call still held the only slot (its answer not yet in)
+assert not any(m.get("id") == slow for m in s2.pending), s2.pending
 assert s2.response(slow)["result"]["isError"] is False
 s2.close()
 # before 2025-06-18: no structuredContent; the JSON is a second text item

@@ -260,8 +260,11 @@ s.initialize()
 sid = s.call("shell_exec", {"command": "sh -c 'sleep 300' %s-bg &" % mark})["structuredContent"]["session"]["id"]
 s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sj" % mark})
 s.call("job_start", {"command": "sh -c 'sleep 300' %s-j" % mark})
-time.sleep(0.3)
-out = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
+for _ in range(100):  # the jobs' commands start after job_start answers
+    out = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
+    if len(out) >= 3:
+        break
+    time.sleep(0.05)
 assert len(out) >= 3, out
 assert s.close() == 0
 for _ in range(50):
@@ -405,9 +408,14 @@ s.call_async("shell_exec", {"session": sid2, "command": "bash -c 'exec -a %s-c s
 s.call_async("run_pipeline", {"stages": [["bash", "-c", "exec -a %s-p sleep 300" % mark], ["cat"]]})
 bad = s.call("run_pipeline", {"stages": [["corral-no-such-prog"], ["cat"]]})
 assert bad["isError"], bad
-time.sleep(0.5)
+def running(suf):
+    return subprocess.run(["pgrep", "-f", mark + suf], capture_output=True).returncode == 0
+for _ in range(100):  # started after their calls answered (or, async, are still starting)
+    if all(running(suf) for suf in ("-o", "-s", "-c", "-p")):
+        break
+    time.sleep(0.05)
 for suf in ("-o", "-s", "-c", "-p"):
-    assert subprocess.run(["pgrep", "-f", mark + suf], capture_output=True).returncode == 0, suf
+    assert running(suf), suf
 assert s.close() == 0
 assert subprocess.run(["pgrep", "-f", mark]).returncode == 1, "a process survived the exit"
 out = subprocess.run([os.environ["CORRAL"], "audit", "--db", db, "export"], capture_output=True, text=True, check=True).stdout
@@ -546,16 +554,22 @@ def gone(m):
             return True
         time.sleep(0.1)
     return False
+def started(m):  # a job's command starts after job_start answers
+    for _ in range(100):
+        if subprocess.run(["pgrep", "-f", m], capture_output=True).returncode == 0:
+            return True
+        time.sleep(0.02)
+    return False
 sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
 s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sig" % mark})
-time.sleep(0.3)
+assert started(mark + "-sig")
 r = s.call("shell_exec", {"session": sid, "command": "pkill -f %s-sig && echo signalled" % mark})
 assert r["structuredContent"]["stdout"] == "signalled\n", r["structuredContent"]
 assert gone(mark + "-sig"), "the shell could not signal its session's job"
 # a job that leaves a TERM-ignoring child in its group: job_kill leaves nothing
 j = s.call("job_start", {"session": sid, "command":
                          "(trap '' TERM; exec sh -c 'sleep 300' %s-grp) & wait" % mark})["structuredContent"]
-time.sleep(0.3)
+assert started(mark + "-grp")
 k = s.call("job_kill", {"job": j["job"]})["structuredContent"]
 assert not k["running"], k
 assert gone(mark + "-grp"), "a process of the killed job's group survived"

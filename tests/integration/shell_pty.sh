@@ -134,13 +134,14 @@ EOF
 	# at the timeout an interactive bash (which ignores SIGTERM) is hung up, not left to the
 	# --kill-after grace
 	start=$(date +%s%N)
-	pty_sh -- -t 0.5 --kill-after 10 <<'EOF'
+	pty_sh -- -t 2 --kill-after 10 <<'EOF'
 expect \[corral\]
 send sleep 1000\n
 EOF
 	assert_eq $? 124 "-t on a pty"
 	ms=$((($(date +%s%N) - start) / 1000000))
-	[ "$ms" -lt 5000 ] || fail "the timed-out session took $ms ms"
+	# left to the grace it would take 12 s
+	[ "$ms" -lt 8000 ] || fail "the timed-out session took $ms ms"
 	assert_contains "$(cat "$WS/.transcript")" "timed out after"
 }
 
