@@ -48,7 +48,7 @@ int corral_check_host(char **json_out, struct corral_error *err)
 	add(arr, "seccomp", sc, sc ? "seccomp-bpf filters" : "not available",
 	    "needs CONFIG_SECCOMP_FILTER");
 
-	int cg = cgroup_probe(why, sizeof(why));
+	int cg = cgroup_probe(why, sizeof(why), NULL);
 	add(arr, "cgroup", cg > 0, why,
 	    "run as root, or delegate a cgroup v2 subtree (systemd-run --user --scope -p "
 	    "Delegate=yes corral ...); without it memory and pids limits use rlimits");

@@ -1286,10 +1286,11 @@ static void free_strv(char **v, size_t n)
 /* ---- cgroup and limits ----------------------------------------------------------------- */
 
 /* How this process's last attempt to make a cgroup for a run went (before any: made in full).
- * A dry run (a plan key, explain, can_i) makes none; it plans as that attempt went (whether
- * the run is in a cgroup, and so which rlimit fallbacks it needs; whether the CPU share was
- * dropped), so a plan key matches a sandbox built since, and explain shows the limits a run
- * would get. If the host changed meanwhile, a key misses, which only costs a build. */
+ * A plan key's dry run makes none; it plans as that attempt went (whether the run is in a
+ * cgroup, and so which rlimit fallbacks it needs; whether the CPU share was dropped), so its
+ * key matches a sandbox built since. If the host changed meanwhile, the key misses, which only
+ * costs a build. explain's dry run asks the host instead (cgroup_probe), so that it shows the
+ * limits a run would get. */
 enum { CG_NONE, CG_NO_CPU, CG_FULL };
 static _Atomic int cg_last = CG_FULL;
 
@@ -1316,21 +1317,38 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 			L->in_cg = last != CG_NONE;
 			L->cg_no_cpu = cpus && last == CG_NO_CPU;
 		} else {
-			L->in_cg = cgroup_probe(why, sizeof(why)) != 0;
-			L->cg_no_cpu = cpus && L->in_cg && !strstr(why, "cpu");
+			/* as a real attempt goes: without the cpu controller, mode auto retries
+			 * without the share only for a memory or process limit, and mode required
+			 * refuses the run */
+			bool cpu_ok = false, probe = cgroup_probe(why, sizeof(why), &cpu_ok) != 0;
+			cpu_ok = cpu_ok && !plan_test_disabled("cgroup-cpu");
+			bool retry = cfg->mode == CORRAL_MODE_AUTO &&
+			             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
+			L->in_cg = probe && (!cpus || cpu_ok || retry);
+			L->cg_no_cpu = cpus && L->in_cg && !cpu_ok;
+			if (probe && cpus && !cpu_ok && !L->in_cg)
+				snprintf(
+				    why, sizeof(why), "%s",
+				    cfg->mode == CORRAL_MODE_REQUIRED
+				        ? "no cpu controller for the CPU share (--cpus): the run "
+				          "would be refused (--mode auto runs without the share)"
+				        : "no cpu controller for the CPU share (--cpus); the CPU "
+				          "share is NOT enforced");
 		}
-		char d[sizeof(why) + 120];
-		snprintf(d, sizeof(d), "%s%s",
-		         !L->in_cg ? "none usable, the limits fall back to rlimits: "
-		         : L->cg_no_cpu
-		             ? "a cgroup for the memory and process limits; the CPU share "
-		               "is NOT enforced (no cpu controller)"
-		         : cpus ? "a cgroup for the memory, process and CPU limits"
-		                : "a cgroup for the memory and process limits",
-		         L->in_cg                     ? ""
-		         : !strncmp(why, "none: ", 6) ? why + 6
-		         : why[0]                     ? why
-		                                      : "this process's last attempt failed");
+		char d[sizeof(why) + 160];
+		snprintf(
+		    d, sizeof(d), "%s%s%s",
+		    !L->in_cg      ? "none usable, the limits fall back to rlimits: "
+		    : L->cg_no_cpu ? "a cgroup for the memory and process limits; the CPU share "
+		                     "is NOT enforced (no cpu controller)"
+		    : cpus         ? "a cgroup for the memory, process and CPU limits"
+		                   : "a cgroup for the memory and process limits",
+		    L->in_cg                     ? ""
+		    : !strncmp(why, "none: ", 6) ? why + 6
+		    : why[0]                     ? why
+		                                 : "this process's last attempt failed",
+		    cpus && !L->in_cg && !strstr(why, "--cpus") ? "; the CPU share is NOT enforced"
+		                                                : "");
 		record(res, "cgroup", L->in_cg, d);
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],

@@ -399,14 +399,23 @@ static int choose(struct cg_layout *l, char *detail, size_t len)
 	return 0;
 }
 
-int cgroup_probe(char *detail, size_t len)
+int cgroup_probe(char *detail, size_t len, bool *cpu)
 {
+	if (cpu)
+		*cpu = false;
 	autofree struct cg_layout *l = calloc(1, sizeof(*l));
 	if (!l) {
 		snprintf(detail, len, "none: out of memory");
 		return 0;
 	}
-	return choose(l, detail, len);
+	int v = choose(l, detail, len);
+	if (cpu && v == 2) {
+		autofree char *ctls = read_at(l->v2, "cgroup.controllers");
+		*cpu = ctls && list_has(ctls, "cpu", ' ');
+	} else if (cpu && v == 1) {
+		*cpu = l->v1[CTL_CPU][0] && writable(l->v1[CTL_CPU], ".") == 0;
+	}
+	return v;
 }
 
 /* ---- creation ---------------------------------------------------------------------------- */

@@ -203,8 +203,10 @@ struct cgroup_limits {
 };
 
 /* Which cgroup setup this host offers, for `corral check` and the isolation record:
- * 2 (v2 with a writable subtree), 1 (v1 memory+pids writable), 0 none. detail filled. */
-int cgroup_probe(char *detail, size_t len);
+ * 2 (v2 with a writable subtree), 1 (v1 memory+pids writable), 0 none. detail filled;
+ * *cpu (may be NULL): whether a CPU share can be set there too (v2: the cpu controller is
+ * available; v1: the cpu hierarchy is mounted and writable). */
+int cgroup_probe(char *detail, size_t len, bool *cpu);
 /* Parent: create a per-run cgroup and set the limits. */
 int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
                    struct corral_error *err);

@@ -260,12 +260,13 @@ s.initialize()
 sid = s.call("shell_exec", {"command": "sh -c 'sleep 300' %s-bg &" % mark})["structuredContent"]["session"]["id"]
 s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sj" % mark})
 s.call("job_start", {"command": "sh -c 'sleep 300' %s-j" % mark})
+def up(suf):  # each one's own sh (wrappers carry the mark in quotes)
+    return subprocess.run(["pgrep", "-f", "sleep 300 %s-%s" % (mark, suf)], capture_output=True).returncode == 0
 for _ in range(100):  # the jobs' commands start after job_start answers
-    out = subprocess.run(["pgrep", "-f", mark], capture_output=True, text=True).stdout.split()
-    if len(out) >= 3:
+    if all(up(x) for x in ("bg", "sj", "j")):
         break
     time.sleep(0.05)
-assert len(out) >= 3, out
+assert all(up(x) for x in ("bg", "sj", "j")), [up(x) for x in ("bg", "sj", "j")]
 assert s.close() == 0
 for _ in range(50):
     if subprocess.run(["pgrep", "-f", mark], capture_output=True).returncode == 1:
@@ -388,11 +389,18 @@ s = M.Server(M.corral_argv(["-w", ws, "--audit", db, "--job-timeout", "1s",
 s.initialize()
 sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
 killed = s.call("job_start", {"command": "bash -c 'exec -a %s-k sleep 300'" % mark})["structuredContent"]["job"]
-time.sleep(0.3)
+for _ in range(100):  # its command starts after job_start answers
+    if subprocess.run(["pgrep", "-f", "^%s-k" % mark], capture_output=True).returncode == 0:
+        break
+    time.sleep(0.05)
 k = s.call("job_kill", {"job": killed})["structuredContent"]
 assert not k["running"], k
 expired = s.call("job_start", {"session": sid, "command": "bash -c 'exec -a %s-t sleep 300'" % mark})["structuredContent"]["job"]
-time.sleep(1.8)
+time.sleep(1.0)
+for _ in range(100):  # stopped at 1 s (the duration is checked below), SIGKILL 0.3 s later
+    if not s.call("job_output", {"job": expired})["structuredContent"]["running"]:
+        break
+    time.sleep(0.1)
 assert not s.call("job_output", {"job": expired})["structuredContent"]["running"]
 assert s.close() == 0
 # running at the exit: a job of its own, a session job, a session command. A second server
@@ -562,14 +570,14 @@ def started(m):  # a job's command starts after job_start answers
     return False
 sid = s.call("shell_exec", {"command": "true"})["structuredContent"]["session"]["id"]
 s.call("job_start", {"session": sid, "command": "sh -c 'sleep 300' %s-sig" % mark})
-assert started(mark + "-sig")
+assert started("sleep 300 %s-sig" % mark)   # the job's sh itself (its wrapper has quotes)
 r = s.call("shell_exec", {"session": sid, "command": "pkill -f %s-sig && echo signalled" % mark})
 assert r["structuredContent"]["stdout"] == "signalled\n", r["structuredContent"]
 assert gone(mark + "-sig"), "the shell could not signal its session's job"
 # a job that leaves a TERM-ignoring child in its group: job_kill leaves nothing
 j = s.call("job_start", {"session": sid, "command":
                          "(trap '' TERM; exec sh -c 'sleep 300' %s-grp) & wait" % mark})["structuredContent"]
-assert started(mark + "-grp")
+assert started("sleep 300 %s-grp" % mark)   # the TERM-ignoring sh, not its wrappers
 k = s.call("job_kill", {"job": j["job"]})["structuredContent"]
 assert not k["running"], k
 assert gone(mark + "-grp"), "a process of the killed job's group survived"

@@ -204,8 +204,9 @@ p = subprocess.Popen([sys.argv[1], "run", "-w", sys.argv[2], "--redact", "off",
 first = p.stdout.readline()
 t1 = time.time() - t0
 rest = p.stdout.read()
+t2 = time.time() - t0   # the output's end, before the teardown
 p.wait()
-print(int(t1 * 1000), int((time.time() - t0) * 1000), first.decode().strip(), rest.decode().strip(), p.returncode)
+print(int(t1 * 1000), int(t2 * 1000), first.decode().strip(), rest.decode().strip(), p.returncode)
 PY
 )
 	# shellcheck disable=SC2086

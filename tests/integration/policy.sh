@@ -705,16 +705,27 @@ test_policy_protected_uninspectable_is_not_absent() {
 # explain plans the limits a run gets: where a cgroup enforces the memory and process limits,
 # its rlimits have no RLIMIT_DATA/RLIMIT_NPROC stand-ins (before, explain listed "data
 # (memory fallback)" for a cgroup it planned). Compared with what a real run recorded.
+# With a CPU share: where the cpu controller is missing (here made so with the test hook),
+# mode auto keeps the cgroup for a memory limit and drops only the share.
 test_policy_explain_limits_match_a_run() {
-	local lim ex run
-	for lim in "" "--memory 256M" "--memory 256M --pids 64"; do
-		# shellcheck disable=SC2086 # the limits are words
-		ex=$("$CORRAL" policy explain -w "$WS" $lim --json -- true) || fail "explain $lim failed"
-		# shellcheck disable=SC2086
-		run=$(cr $lim --json -- true) || fail "the run with $lim failed: $run"
-		for layer in cgroup rlimits; do
-			assert_eq "$(jget "isolation.$layer.applied" <<<"$ex")" "$(jget "isolation.$layer.applied" <<<"$run")" "$layer applied, explain vs run, limits '$lim'"
+	local lim ex run layer dis want got
+	for dis in "" cgroup-cpu; do
+		for lim in "" "--memory 256M" "--memory 256M --pids 64" "--mode auto --cpus 0.5" \
+			"--mode auto --cpus 0.5 --memory 256M"; do
+			# shellcheck disable=SC2086 # the limits are words
+			ex=$(CORRAL_TEST_DISABLE=$dis "$CORRAL" policy explain -w "$WS" $lim --json -- true) ||
+				fail "explain $lim failed"
+			# shellcheck disable=SC2086
+			run=$(CORRAL_TEST_DISABLE=$dis cr $lim --json -- true) || fail "the run with $lim failed: $run"
+			for layer in cgroup rlimits; do
+				assert_eq "$(jget "isolation.$layer.applied" <<<"$ex")" "$(jget "isolation.$layer.applied" <<<"$run")" "$layer applied, explain vs run, limits '$lim', disabled '$dis'"
+			done
+			assert_eq "$(jget isolation.rlimits.detail <<<"$ex")" "$(jget isolation.rlimits.detail <<<"$run")" "rlimits, explain vs run, limits '$lim', disabled '$dis'"
+			if [[ $lim == *cpus* ]]; then
+				[[ $(jget isolation.cgroup.detail <<<"$run") == *"NOT enforced"* ]] && want=1 || want=0
+				[[ $(jget isolation.cgroup.detail <<<"$ex") == *"NOT enforced"* ]] && got=1 || got=0
+				assert_eq "$got" "$want" "explain says the CPU share is not enforced as the run does (limits '$lim', disabled '$dis'): explain $(jget isolation.cgroup.detail <<<"$ex"), run $(jget isolation.cgroup.detail <<<"$run")"
+			fi
 		done
-		assert_eq "$(jget isolation.rlimits.detail <<<"$ex")" "$(jget isolation.rlimits.detail <<<"$run")" "rlimits, explain vs run, limits '$lim'"
 	done
 }
