@@ -1294,6 +1294,44 @@ static void free_strv(char **v, size_t n)
 enum { CG_NONE, CG_NO_CPU, CG_FULL };
 static _Atomic int cg_last = CG_FULL;
 
+/* explain's dry run: whether a run would get its cgroup (and so which rlimit stand-ins it
+ * needs, and whether its CPU share holds), asked of the host (cgroup_probe) and decided as a
+ * real attempt decides: without the cpu controller, mode auto retries without the share only
+ * for a memory or process limit, and mode required refuses the run. */
+static void predict_cgroup(struct launch *L, struct corral_result *res, uint64_t cpus,
+                           bool pids_need_cg)
+{
+	const struct corral_config *cfg = L->cfg;
+	char why[PATH_MAX + 600];
+	bool cpu_ok = false, probe = cgroup_probe(why, sizeof(why), &cpu_ok) != 0;
+	cpu_ok = cpu_ok && !plan_test_disabled("cgroup-cpu");
+	bool retry =
+	    cfg->mode == CORRAL_MODE_AUTO && (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
+	L->in_cg = probe && (!cpus || cpu_ok || retry);
+	L->cg_no_cpu = cpus && L->in_cg && !cpu_ok;
+	char d[sizeof(why) + 160];
+	if (L->in_cg)
+		snprintf(d, sizeof(d), "%s",
+		         L->cg_no_cpu ? "a cgroup for the memory and process limits; the CPU share "
+		                        "is NOT enforced (no cpu controller)"
+		         : cpus       ? "a cgroup for the memory, process and CPU limits"
+		                      : "a cgroup for the memory and process limits");
+	else if (probe && cfg->mode == CORRAL_MODE_REQUIRED)
+		snprintf(d, sizeof(d),
+		         "no cpu controller for the CPU share (--cpus): the run would "
+		         "be refused (--mode auto runs without the share)");
+	else if (probe)
+		snprintf(d, sizeof(d),
+		         "no cpu controller for the CPU share (--cpus): no cgroup; "
+		         "the limits fall back to rlimits; the CPU share is NOT "
+		         "enforced");
+	else
+		snprintf(d, sizeof(d), "none usable, the limits fall back to rlimits: %s%s",
+		         strncmp(why, "none: ", 6) ? why : why + 6,
+		         cpus ? "; the CPU share is NOT enforced" : "");
+	record(res, "cgroup", L->in_cg, d);
+}
+
 static int prepare_limits(struct launch *L, struct corral_result *res,
                           struct corral_error *err)
 {
@@ -1307,49 +1345,14 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	const uint64_t cpus = cfg->limits[CORRAL_LIMIT_CPUS];
 	L->want_cg = cfg->mode != CORRAL_MODE_NONE && !plan_test_disabled("cgroup") &&
 	             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg || cpus);
-	if (L->want_cg && L->dry_run) {
-		/* The rlimit fallbacks follow the cgroup predicted: a plan key's from this
-		 * process's last attempt (cheap, on every call), explain's from what the host
-		 * offers (cgroup_probe: writable, with the controllers) */
-		char why[PATH_MAX + 600] = "";
-		if (L->key_only) {
-			int last = atomic_load(&cg_last);
-			L->in_cg = last != CG_NONE;
-			L->cg_no_cpu = cpus && last == CG_NO_CPU;
-		} else {
-			/* as a real attempt goes: without the cpu controller, mode auto retries
-			 * without the share only for a memory or process limit, and mode required
-			 * refuses the run */
-			bool cpu_ok = false, probe = cgroup_probe(why, sizeof(why), &cpu_ok) != 0;
-			cpu_ok = cpu_ok && !plan_test_disabled("cgroup-cpu");
-			bool retry = cfg->mode == CORRAL_MODE_AUTO &&
-			             (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
-			L->in_cg = probe && (!cpus || cpu_ok || retry);
-			L->cg_no_cpu = cpus && L->in_cg && !cpu_ok;
-			if (probe && cpus && !cpu_ok && !L->in_cg)
-				snprintf(
-				    why, sizeof(why), "%s",
-				    cfg->mode == CORRAL_MODE_REQUIRED
-				        ? "no cpu controller for the CPU share (--cpus): the run "
-				          "would be refused (--mode auto runs without the share)"
-				        : "no cpu controller for the CPU share (--cpus); the CPU "
-				          "share is NOT enforced");
-		}
-		char d[sizeof(why) + 160];
-		snprintf(
-		    d, sizeof(d), "%s%s%s",
-		    !L->in_cg      ? "none usable, the limits fall back to rlimits: "
-		    : L->cg_no_cpu ? "a cgroup for the memory and process limits; the CPU share "
-		                     "is NOT enforced (no cpu controller)"
-		    : cpus         ? "a cgroup for the memory, process and CPU limits"
-		                   : "a cgroup for the memory and process limits",
-		    L->in_cg                     ? ""
-		    : !strncmp(why, "none: ", 6) ? why + 6
-		    : why[0]                     ? why
-		                                 : "this process's last attempt failed",
-		    cpus && !L->in_cg && !strstr(why, "--cpus") ? "; the CPU share is NOT enforced"
-		                                                : "");
-		record(res, "cgroup", L->in_cg, d);
+	if (L->want_cg && L->dry_run && L->key_only) {
+		/* a plan key (on every call): as this process's last attempt went */
+		int last = atomic_load(&cg_last);
+		L->in_cg = last != CG_NONE;
+		L->cg_no_cpu = cpus && last == CG_NO_CPU;
+		record(res, "cgroup", L->in_cg, "as this process's last attempt went");
+	} else if (L->want_cg && L->dry_run) {
+		predict_cgroup(L, res, cpus, pids_need_cg);
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
 		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],
