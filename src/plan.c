@@ -1298,8 +1298,20 @@ static _Atomic int cg_last = CG_FULL;
  * needs, and whether its CPU share holds), asked of the host (cgroup_probe) and decided as a
  * real attempt decides: without the cpu controller, mode auto retries without the share only
  * for a memory or process limit, and mode required refuses the run. */
-static void predict_cgroup(struct launch *L, struct corral_result *res, uint64_t cpus,
-                           bool pids_need_cg)
+/* A CPU share in mode required without a cgroup that enforces it: the run is refused (a real
+ * attempt, and explain's prediction of one, say the same). */
+static int cpu_share_refused(struct corral_error *err, int sys_errno, const char *why)
+{
+	return corral_set_error(
+	    err, CORRAL_EUNAVAIL, sys_errno, "cgroup",
+	    "cgroup: a CPU share (--cpus) needs a cgroup: run as root, delegate a "
+	    "v2 subtree with the cpu controller, or drop --cpus (--mode auto runs "
+	    "without it, recorded); why none is usable: %.300s",
+	    why);
+}
+
+static int predict_cgroup(struct launch *L, struct corral_result *res, uint64_t cpus,
+                          bool pids_need_cg, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
 	char why[PATH_MAX + 600];
@@ -1309,6 +1321,18 @@ static void predict_cgroup(struct launch *L, struct corral_result *res, uint64_t
 	    cfg->mode == CORRAL_MODE_AUTO && (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg);
 	L->in_cg = probe && (!cpus || cpu_ok || retry);
 	L->cg_no_cpu = cpus && L->in_cg && !cpu_ok;
+	if (cpus && !L->in_cg && cfg->mode == CORRAL_MODE_REQUIRED) {
+		char r[sizeof(why) + 40];
+		if (!probe)
+			snprintf(r, sizeof(r), "cgroup: no usable cgroup (%s)",
+			         strncmp(why, "none: ", 6) ? why : why + 6);
+		else
+			snprintf(r, sizeof(r), "cgroup: no cpu controller%s",
+			         plan_test_disabled("cgroup-cpu")
+			             ? " (disabled by CORRAL_TEST_DISABLE=cgroup-cpu)"
+			             : "");
+		return cpu_share_refused(err, 0, r);
+	}
 	char d[sizeof(why) + 160];
 	if (L->in_cg)
 		snprintf(d, sizeof(d), "%s",
@@ -1316,10 +1340,6 @@ static void predict_cgroup(struct launch *L, struct corral_result *res, uint64_t
 		                        "is NOT enforced (no cpu controller)"
 		         : cpus       ? "a cgroup for the memory, process and CPU limits"
 		                      : "a cgroup for the memory and process limits");
-	else if (probe && cfg->mode == CORRAL_MODE_REQUIRED)
-		snprintf(d, sizeof(d),
-		         "no cpu controller for the CPU share (--cpus): the run would "
-		         "be refused (--mode auto runs without the share)");
 	else if (probe)
 		snprintf(d, sizeof(d),
 		         "no cpu controller for the CPU share (--cpus): no cgroup; "
@@ -1330,6 +1350,7 @@ static void predict_cgroup(struct launch *L, struct corral_result *res, uint64_t
 		         strncmp(why, "none: ", 6) ? why : why + 6,
 		         cpus ? "; the CPU share is NOT enforced" : "");
 	record(res, "cgroup", L->in_cg, d);
+	return 0;
 }
 
 static int prepare_limits(struct launch *L, struct corral_result *res,
@@ -1352,7 +1373,9 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		L->cg_no_cpu = cpus && last == CG_NO_CPU;
 		record(res, "cgroup", L->in_cg, "as this process's last attempt went");
 	} else if (L->want_cg && L->dry_run) {
-		predict_cgroup(L, res, cpus, pids_need_cg);
+		int r = predict_cgroup(L, res, cpus, pids_need_cg, err);
+		if (r < 0)
+			return r;
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
 		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],
@@ -1388,12 +1411,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		if (rc < 0) {
 			L->cg = NULL;
 			if (cpus && cfg->mode == CORRAL_MODE_REQUIRED)
-				return corral_set_error(err, CORRAL_EUNAVAIL, cgerr.sys_errno, "cgroup",
-				                        "cgroup: a CPU share (--cpus) needs a cgroup: run "
-				                        "as root, delegate a v2 subtree with the cpu "
-				                        "controller, or drop --cpus (--mode auto runs "
-				                        "without it, recorded); why none is usable: %.300s",
-				                        cgerr.message);
+				return cpu_share_refused(err, cgerr.sys_errno, cgerr.message);
 			char d[sizeof(cgerr.message) + 40];
 			snprintf(d, sizeof(d), "%s%s", cgerr.message,
 			         cpus ? "; the CPU share is NOT enforced" : "");

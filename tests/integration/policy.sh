@@ -728,4 +728,41 @@ test_policy_explain_limits_match_a_run() {
 			fi
 		done
 	done
+	# Mode required with a CPU share: where no cgroup can enforce it (the test hook takes the
+	# cpu controller away), the run is refused, and explain says so with the run's status
+	# and message; so does `corral mcp`, which would fail every call, by refusing to start.
+	# Where the share holds (root on this machine kind), all three go ahead; an unprivileged
+	# caller without a delegated cgroup is refused by all three.
+	local rc_ex rc_run err_run err_mcp rc_mcp
+	for dis in "" cgroup-cpu; do
+		ex=$(CORRAL_TEST_DISABLE=$dis "$CORRAL" policy explain -w "$WS" --mode required --cpus 0.5 --json -- true)
+		rc_ex=$?
+		err_run=$(CORRAL_TEST_DISABLE=$dis "$CORRAL" run -w "$WS" --mode required --cpus 0.5 -- true 2>&1 >/dev/null)
+		rc_run=$?
+		err_mcp=$(CORRAL_TEST_DISABLE=$dis "$CORRAL" mcp -w "$WS" --audit off --mode required --cpus 0.5 </dev/null 2>&1 >/dev/null)
+		rc_mcp=$?
+		if [ -n "$dis" ] || ! is_root; then
+			assert_eq "$rc_run" 125 "a required CPU share without a cgroup for it refuses the run: $err_run"
+			assert_contains "$err_run" "a CPU share (--cpus) needs a cgroup"
+			assert_eq "$rc_ex" 125 "explain exits as the run would"
+			assert_contains "$(jget error <<<"$ex")" "a CPU share (--cpus) needs a cgroup"
+			# the reason, as the run gives it: root has a cgroup and lacks only the
+			# controller; uid 65534 here has no cgroup at all
+			if is_root; then
+				assert_contains "$(jget error <<<"$ex")" "no cpu controller (disabled by CORRAL_TEST_DISABLE=cgroup-cpu)"
+			else
+				[[ $(jget error <<<"$ex") == *"no usable cgroup"* || $(jget error <<<"$ex") == *"no cpu controller"* ]] ||
+					fail "explain names no reason: $(jget error <<<"$ex")"
+			fi
+			assert_eq "$rc_mcp" 125 "corral mcp refuses to start: $err_mcp"
+			assert_contains "$err_mcp" "no call could run"
+			assert_contains "$err_mcp" "a CPU share (--cpus) needs a cgroup"
+		else
+			assert_eq "$rc_run" 0 "a required CPU share with the cpu controller runs: $err_run"
+			assert_eq "$rc_ex" 0 "explain with the cpu controller"
+			assert_eq "$(jget error <<<"$ex")" "" "no error in explain"
+			assert_eq "$(jget isolation.cgroup.applied <<<"$ex")" true "the cgroup is planned"
+			assert_eq "$rc_mcp" 0 "corral mcp starts (and ends at EOF): $err_mcp"
+		fi
+	done
 }
