@@ -339,6 +339,7 @@ static int rules_add(struct rules *rs, const char *path, unsigned access, bool o
 	}
 	rs->v[rs->n].path = p;
 	rs->v[rs->n].access = access;
+	rs->v[rs->n].nofollow = own; /* the deny expansion's paths (expand_excluding) */
 	rs->n++;
 	return 0;
 }
@@ -374,6 +375,12 @@ static int expand_excluding(struct rules *rs, const char *excl)
 				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 					continue;
 				if (strlen(de->d_name) == cl && !strncmp(de->d_name, rest, cl))
+					continue;
+				/* A symlink gets no rule: access through it is checked where it
+				 * points. A rule on it would open the target and carry the tree's
+				 * rights there (`ln -s / rootfs` in the workspace: the whole host,
+				 * where Landlock is the only file system layer). */
+				if (de->d_type == DT_LNK)
 					continue;
 				char child[PATH_MAX];
 				if (snprintf(child, sizeof(child), "%s/%s", dl == 1 ? "" : dir,

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -156,14 +157,26 @@ static int add_path_rule(int ruleset_fd, const struct landlock_rule *rule, uint6
 	int fd, ret = 0;
 
 	/* O_PATH follows symlinks, so a rule on /bin covers /usr/bin when /bin is a link; the
-	 * rule binds to the inode (and mount) reached now, not to the string. */
-	fd = (int)open(rule->path, O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
+	 * rule binds to the inode (and mount) reached now, not to the string. A rule made from
+	 * a directory's entries follows none, anywhere on its path: an entry that has become a
+	 * symlink since the plan was made (another sandbox in the same workspace) gets no rule. */
+	if (rule->nofollow) {
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW,
+		                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		fd = (int)syscall(SYS_openat2, AT_FDCWD, rule->path, &how, sizeof(how));
+		if (fd < 0)
+			return errno == ENOENT || errno == ELOOP ? 0 : -errno;
+	} else {
+		fd = (int)open(rule->path, O_PATH | O_CLOEXEC);
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
 		goto out;
 	}
+	if (S_ISLNK(st.st_mode))
+		goto out; /* O_NOFOLLOW on the last component: the symlink itself */
 	attr.allowed_access = rights_for_rule(rule->access) & handled_fs;
 	if (!S_ISDIR(st.st_mode))
 		attr.allowed_access &= LL_FS_FILE_RIGHTS;

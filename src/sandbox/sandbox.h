@@ -113,6 +113,10 @@ int net_loopback_up_child(void);
 struct landlock_rule {
 	const char *path; /* path as the child sees it at apply time */
 	unsigned access;  /* LL_* bits */
+	/* a rule made from a directory's entries (a deny inside an allowed tree): it is opened
+	 * without following any symlink, and a symlink gets no rule (it would carry the tree's
+	 * rights to wherever it points) */
+	bool nofollow;
 };
 
 struct landlock_spec {

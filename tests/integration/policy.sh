@@ -33,6 +33,38 @@ test_policy_deny_enforced_by_landlock_alone() {
 	assert_eq "$(cat "$WS/src/made")" x
 }
 
+test_policy_deny_expansion_skips_symlinks() {
+	# A deny inside the workspace turns the workspace's Landlock rule into one rule per entry
+	# beside the denied path. A symlink among them (planted by an earlier run, or shipped in
+	# a repository) must get no rule: a rule would open its target and carry the workspace's
+	# rights there. Without namespaces Landlock is the only file system layer, so `rootfs ->
+	# /` would give the whole host, and `alias -> secrets` the denied tree itself. Judged on
+	# the host: the canary outside is unchanged, nothing is created through the links.
+	local canary="$WS.outside" tier out
+	echo "original" >"$canary"
+	chmod 0666 "$canary"
+	mkdir -p "$WS/secrets" "$WS/src"
+	echo "ln-secret-$RANDOM" >"$WS/secrets/key"
+	local secret; secret=$(cat "$WS/secrets/key")
+	ln -s / "$WS/rootfs"
+	ln -s secrets "$WS/alias"
+	ln -s "$(dirname "$WS")" "$WS/up"
+	for tier in nolayer ns; do
+		local run=(cr)
+		[ "$tier" = nolayer ] && run=("$NOLAYER" userns -- "$CORRAL" run -w "$WS")
+		out=$("${run[@]}" --mode auto --json --hide secrets -c "
+			echo pwned >> rootfs$canary; echo pwned >> up/$(basename "$canary")
+			cat alias/key; echo new > alias/new; echo x > src/made-$tier" 2>&1)
+		[ "$tier" = nolayer ] && assert_eq "$(jget isolation.userns.applied <<<"$out")" false
+		assert_eq "$(jget isolation.landlock.applied <<<"$out")" true "$tier"
+		assert_eq "$(cat "$canary")" original "a file outside the workspace changed through a symlink ($tier): $out"
+		assert_not_contains "$(jget stdout <<<"$out")" "$secret"
+		[ ! -e "$WS/secrets/new" ] || fail "a file was created in the denied tree through a symlink ($tier)"
+		assert_eq "$(cat "$WS/src/made-$tier")" x "the rest of the workspace stays writable ($tier)"
+	done
+	rm -f "$canary"
+}
+
 test_policy_protected_existing() {
 	mkdir -p "$WS/.git/hooks"
 	printf '#!/bin/sh\necho original\n' >"$WS/.git/hooks/pre-commit"
