@@ -559,6 +559,15 @@ static const char *const protected_dirs[] = {".git/hooks", ".vscode", ".idea", "
  * the run that created it removes it. */
 #define PLACEHOLDER_XATTR "user.corral.placeholder"
 
+/* The mark on a git redirect (`commondir`, `config.worktree`) that a sandbox made: a run that
+ * watched it absent finds it at its end while another run holds it read-only (that run began
+ * while it was there, so it took it for the repository's own). Removing it then would detach
+ * the other run's read-only mount (the host's unlink lazily unmounts it everywhere), so its
+ * sandbox could write it again, and nobody would remove it. It is marked instead, and the
+ * last run to let go of it removes it (plan_release_protected); a run that finds it marked
+ * and held by nobody removes it before it begins. */
+#define PLANTED_XATTR "user.corral.planted"
+
 /* Hold a shared lock on a protected path for the length of the run. Whoever removes a
  * placeholder must get the exclusive lock first, so a concurrent run that sits on the same
  * path (another run in the same workspace) keeps its read-only mount: a placeholder removed
@@ -860,6 +869,38 @@ static int protect_rel(struct launch *L, const char *rel, bool is_dir, int how,
  * removed when the run ends (plan_release_protected). */
 static const char *const git_redirects[] = {"commondir", "config.worktree"};
 
+/* A redirect name in the git directory dfd that a sandbox made (absent when its run began):
+ * remove it when no other run holds it; when one does, mark it (PLANTED_XATTR) for the last
+ * holder to remove. With only_marked, only one that carries the mark already (a run's start).
+ * true when it is gone. Never follows a symlink: unlinkat removes the entry itself. */
+static bool remove_planted(int dfd, const char *name, bool only_marked)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return !only_marked && unlinkat(dfd, name, 0) == 0; /* a symlink, a socket */
+	char v[2];
+	struct stat a, b;
+	bool gone = false;
+	if (only_marked && fgetxattr(fd, PLANTED_XATTR, v, sizeof(v)) <= 0) {
+		close(fd);
+		return false;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		gone = fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+		       a.st_dev == b.st_dev && a.st_ino == b.st_ino && unlinkat(dfd, name, 0) == 0;
+	} else if (!only_marked && fsetxattr(fd, PLANTED_XATTR, "1", 1, 0) < 0) {
+		/* no user xattrs here: nobody could tell it apart later, so it goes now */
+		gone = unlinkat(dfd, name, 0) == 0;
+	}
+	close(fd);
+	return gone;
+}
+
+static bool drop_planted(int dfd, const char *name)
+{
+	return remove_planted(dfd, name, true);
+}
+
 static int protect_git_redirects(struct launch *L, const char *rel, const char *origin,
                                  struct corral_error *err)
 {
@@ -875,11 +916,18 @@ static int protect_git_redirects(struct launch *L, const char *rel, const char *
 	for (size_t i = 0; i < ARRAY_SIZE(git_redirects) && r >= 0; i++) {
 		struct stat st;
 		char sub[PATH_MAX];
-		if (fstatat(dfd, git_redirects[i], &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		int there = fstatat(dfd, git_redirects[i], &st, AT_SYMLINK_NOFOLLOW) == 0 ? 1
+		            : errno == ENOENT                                             ? 0
+		                                                                          : -1;
+		/* a sandbox's leftover (marked) that no run holds: gone now, watched as absent */
+		if (there == 1 && S_ISREG(st.st_mode) && !L->dry_run &&
+		    drop_planted(dfd, git_redirects[i]))
+			there = 0;
+		if (there == 1) {
 			if (snprintf(sub, sizeof(sub), "%s/%s", rel, git_redirects[i]) <
 			    (int)sizeof(sub))
 				r = protect_rel(L, sub, false, PROT_EXISTING, origin, err);
-		} else if (errno == ENOENT) {
+		} else if (there == 0) {
 			absent |= 1u << i;
 		}
 	}
@@ -1217,7 +1265,7 @@ static void release_watch(const struct placeholder *h)
 		if ((h->watch & (1u << i)) &&
 		    fstatat(h->fd, git_redirects[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    !S_ISDIR(st.st_mode))
-			(void)unlinkat(h->fd, git_redirects[i], 0);
+			(void)remove_planted(h->fd, git_redirects[i], false);
 	}
 }
 
@@ -1237,9 +1285,17 @@ void plan_release_protected(struct placeholder *held, size_t n)
 		 * is still the empty thing that was made and no other run holds it. */
 		char v[2];
 		if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
-		    /* the mark is read again now: a run that made it may have set it only after
-		     * this one looked (creation and marking are not one step) */
-		    (h->created || fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0)) {
+		    fgetxattr(h->fd, PLANTED_XATTR, v, sizeof(v)) > 0) {
+			/* a git redirect a sandbox made (remove_planted): the last holder removes
+			 * it, whatever it holds */
+			struct stat a, b;
+			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 &&
+			    a.st_dev == b.st_dev && a.st_ino == b.st_ino && S_ISREG(b.st_mode))
+				(void)unlink(h->path);
+		} else if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
+		           /* the mark is read again now: a run that made it may have set it only
+		            * after this one looked (creation and marking are not one step) */
+		           (h->created || fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0)) {
 			struct stat a, b;
 			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
 			    a.st_ino == b.st_ino) {

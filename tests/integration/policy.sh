@@ -196,6 +196,43 @@ test_policy_protected_git_commondir() {
 	rm -f "$MARK"
 }
 
+test_policy_protected_git_commondir_overlapping_runs() {
+	# Run A's sandbox plants .git/commondir; run B starts while it is there and takes it for
+	# the repository's own (read-only). When A ends, removing it would detach B's read-only
+	# mount (an unlink on the host unmounts it everywhere): B's sandbox could write it again,
+	# and neither run would remove it. So A marks it, and B, the last holder, removes it.
+	command -v git >/dev/null || skip "needs git on the host"
+	host_git init -q "$WS"
+	local MARK="$WS.marker" i a b
+	rm -f "$MARK"
+	mkdir -p "$WS/evil/objects" "$WS/evil/refs"
+	printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$MARK" >"$WS/evil/config"
+	"$CORRAL" run -w "$WS" --audit off -c 'echo ../evil > .git/commondir
+		while [ ! -e a-go ]; do sleep 0.02; done' >/dev/null 2>&1 &
+	a=$!
+	for i in $(seq 1 500); do [ -e "$WS/.git/commondir" ] && break; sleep 0.02; done
+	[ -e "$WS/.git/commondir" ] || fail "run A did not plant commondir"
+	"$CORRAL" run -w "$WS" --audit off -c 'touch b-started
+		while [ ! -e b-go ]; do sleep 0.02; done
+		echo ../evil > .git/commondir 2>/dev/null; echo $? > b-wrote' >/dev/null 2>&1 &
+	b=$!
+	for i in $(seq 1 500); do [ -e "$WS/b-started" ] && break; sleep 0.02; done
+	touch "$WS/a-go"
+	wait "$a"
+	touch "$WS/b-go"
+	wait "$b"
+	[ "$(cat "$WS/b-wrote")" != 0 ] || fail "run B's sandbox wrote commondir after run A ended"
+	[ ! -e "$WS/.git/commondir" ] || fail "the planted commondir outlived both runs: $(cat "$WS/.git/commondir")"
+	host_git -C "$WS" status >/dev/null 2>&1
+	[ ! -e "$MARK" ] || fail "the host's git ran a command planted by the sandbox"
+	# a marked one left behind (its last holder was SIGKILLed) goes before the next run
+	echo ../evil >"$WS/.git/commondir"
+	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.corral.planted", b"1")' "$WS/.git/commondir"
+	cr -c 'cat .git/commondir 2>/dev/null; true' >/dev/null
+	[ ! -e "$WS/.git/commondir" ] || fail "a marked leftover commondir was kept"
+	rm -f "$MARK"
+}
+
 test_policy_protected_git_commondir_no_follow() {
 	# Without a mount namespace (--mode auto on a host without user namespaces) the sandbox
 	# can swap .git for a symlink to another repository's git directory. Removing a
