@@ -369,6 +369,14 @@ static void release_host_state(corral_proc *p)
 		p->lo.private_tmp = NULL;
 	}
 	if (p->lo.held) {
+		/* A parked sandbox that never ran a command watched the git redirects for
+		 * nothing: one that is there now was made on the host (git sparse-checkout
+		 * writes config.worktree), not by a sandbox, and stays. */
+		for (size_t i = 0; p->parked && i < p->lo.n_held; i++)
+			if (p->lo.held[i].watch && p->lo.held[i].fd >= 0) {
+				close(p->lo.held[i].fd);
+				p->lo.held[i].fd = -1;
+			}
 		plan_release_protected(p->lo.held, p->lo.n_held);
 		p->lo.held = NULL;
 		p->lo.n_held = 0;

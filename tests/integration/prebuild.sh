@@ -168,6 +168,29 @@ PY
 	[ ! -e "$WS/.git/hooks-old/pre-commit" ] || fail "a hook was planted in the old hooks"
 }
 
+# A parked sandbox watches the git redirects absent when it was built, to remove one its
+# command plants. One that never ran a command planted nothing: a config.worktree the host
+# made meanwhile (git sparse-checkout writes it) must survive the sandbox being dropped (the
+# call's key misses) and the server's exit. Host-side: the file and its content.
+test_prebuild_dropped_sandbox_keeps_host_git_files() {
+	git -C "$WS" init -q || fail "git init"
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+ws = os.environ["WS"]
+s = server()
+parked = wait_parked(s, set())
+with open(ws + "/.git/config.worktree", "w") as f:
+    f.write("[core]\\n\\tsparseCheckout = true\\n")
+r = sc(s.call("run_command", {"command": "cat .git/config.worktree"}))
+assert r["prebuilt_ms"] is None, "a sandbox parked before the file was made was used: %r" % r
+assert "sparseCheckout" in r["stdout"], r
+assert gone_soon(parked) == [], "the dropped sandbox is still there"
+assert os.path.exists(ws + "/.git/config.worktree"), "the host's config.worktree was removed"
+s.close()
+PY
+	assert_contains "$(cat "$WS/.git/config.worktree" 2>&1)" "sparseCheckout = true"
+}
+
 # A workspace where the protected paths are missing and cannot be made (a read-only file
 # system as root; a directory of another owner as uid 65534): the real plan has no
 # placeholder there, and a call's plan key, a dry run, must predict that, or no call ever
