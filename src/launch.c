@@ -479,8 +479,10 @@ static void ctl_drain(const struct launch *L, pid_t shell)
 
 /* Kill every other process of the sandbox. In a pid namespace kill(-1) means exactly that.
  * Without one, walk /proc for children of ours (we are their subreaper, so orphans come to
- * us) until none is left; a process forking while we walk is caught by the next round. */
-static void init_kill_all(const struct launch *L)
+ * us) until none is left; a process forking while we walk is caught by the next round. The
+ * walk reaps as it goes: the command's status, when it is among them, goes to *status (a
+ * command killed by the supervisor's SIGUSR1 is reaped here, before its SIGCHLD is taken). */
+static void init_kill_all(const struct launch *L, pid_t cmd, int *status)
 {
 	if (L->pidns) {
 		kill(-1, SIGKILL);
@@ -544,8 +546,10 @@ static void init_kill_all(const struct launch *L)
 		}
 		close(dfd);
 		int st;
-		while (waitpid(-1, &st, WNOHANG) > 0)
-			;
+		pid_t p;
+		while ((p = waitpid(-1, &st, WNOHANG)) > 0)
+			if (p == cmd && status)
+				*status = st;
 		if (!found)
 			return;
 	}
@@ -600,7 +604,7 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		} else if (sig == SIGIO) {
 			ctl_drain(L, cmd);
 		} else if (sig == SIGUSR1) {
-			init_kill_all(L);
+			init_kill_all(L, cmd, &status);
 			int st;
 			pid_t p;
 			while ((p = waitpid(-1, &st, 0)) > 0)
@@ -612,7 +616,7 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		}
 	}
 	/* Nothing outlives the command: background jobs, setsid daemons, double forks. */
-	init_kill_all(L);
+	init_kill_all(L, 0, NULL);
 	int st;
 	while (waitpid(-1, &st, 0) > 0 || errno == EINTR)
 		;

@@ -109,6 +109,28 @@ test_core_timeout_sigterm_ignoring_loop() {
 	[ "$d" -ge 550 ] && [ "$d" -lt 3000 ] || fail "duration $d ms: the grace period was not honoured"
 }
 
+test_core_timeout_kill_reported_without_pidns() {
+	# Without a pid namespace (mode none; the no-namespace tier of mode auto) the init finds
+	# the command by walking /proc when the supervisor kills; the command's status must still
+	# be the one reported (it was reaped by that walk and reported as exit 0).
+	local out how i mark
+	for how in none nolayer; do
+		for i in 1 2 3; do
+			mark="corral-kr-$how-$RANDOM$RANDOM"
+			if [ "$how" = none ]; then
+				out=$("$CORRAL" run -w "$WS" --audit off --json --mode none -t 0.2 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
+			else
+				out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --audit off --json --mode auto -t 0.2 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
+				assert_eq "$(jget isolation.pidns.applied <<<"$out")" false
+			fi
+			assert_eq "$(jget timed_out <<<"$out")" true "$how: $out"
+			assert_eq "$(jget signal <<<"$out")" 9 "$how, round $i: the kill was not reported"
+			assert_eq "$(jget exit_code <<<"$out")" null "$how, round $i"
+			assert_no_survivor "$mark"
+		done
+	done
+}
+
 test_core_timeout_graceful_term() {
 	local out
 	out=$(cr --json -t 0.3 -- sleep 10)
