@@ -555,6 +555,31 @@ static void init_kill_all(const struct launch *L, pid_t cmd, int *status)
 	}
 }
 
+/* Whether the command has ended, without reaping it: a zombie, or on its way out (PF_EXITING
+ * in /proc/PID/stat: it called exit before the signal came, which then does nothing to it). */
+static bool cmd_ended(pid_t cmd)
+{
+	siginfo_t si;
+	si.si_pid = 0;
+	if (waitid(P_PID, (id_t)cmd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == cmd)
+		return true;
+	char path[64], st[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cmd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = 0;
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags ..."; comm may hold ')' */
+	char *f = strrchr(st, ')');
+	for (int field = 0; f && field < 7; field++)
+		f = strchr(f + 1, ' ');
+	return f && (strtoul(f + 1, NULL, 10) & 0x4 /* PF_EXITING */);
+}
+
 /* The init loop: signals stay blocked and are taken with sigwaitinfo, so there are no
  * handlers and no races; in a pid namespace the kernel also drops signals the sandbox sends
  * to its init unless they are blocked-and-waited for like these. */
@@ -578,6 +603,11 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 	}
 	int status = 0;
 	bool done = false;
+	/* The command ended before any stop (a signal to forward, or the supervisor's SIGUSR1)
+	 * could touch it: none came before its end, or the first found it ended (signals are
+	 * taken lowest first, so a stop is handled before the SIGCHLD that came with it). The
+	 * EXIT report says so, and a timeout that fired as it ended is then not one. */
+	bool ended_first = false, stopped = false;
 	while (!done) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
@@ -604,6 +634,8 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		} else if (sig == SIGIO) {
 			ctl_drain(L, cmd);
 		} else if (sig == SIGUSR1) {
+			ended_first |= !stopped && cmd_ended(cmd);
+			stopped = true;
 			init_kill_all(L, cmd, &status);
 			int st;
 			pid_t p;
@@ -612,6 +644,8 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 					status = st;
 			done = true;
 		} else {
+			ended_first |= !stopped && cmd_ended(cmd);
+			stopped = true;
 			kill(-cmd, sig);
 		}
 	}
@@ -622,7 +656,8 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		;
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
-	struct report r = {.kind = REPORT_EXIT, .status = status};
+	struct report r = {
+	    .kind = REPORT_EXIT, .status = status, .detail = ended_first || !stopped};
 	r.user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
 	r.sys_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 	r.maxrss_kb = ru.ru_maxrss;

@@ -282,6 +282,12 @@ static void read_reports(corral_proc *p)
 		} else if (r.kind == REPORT_EXIT) {
 			p->exit_rep = r;
 			p->got_exit = true;
+			p->dl_timeout = 0; /* ended before its deadline: not a timeout */
+			/* The deadline passed as the command ended by itself: the init found it
+			 * ended when the stop came (detail), so its end is its own, not a timeout.
+			 */
+			if (p->res->timed_out && !p->cancelled && r.detail == 1)
+				p->res->timed_out = 0;
 		}
 	}
 }
@@ -321,6 +327,11 @@ static void on_timer(corral_proc *p)
 	ssize_t n = read(p->timerfd, &exp, sizeof(exp));
 	(void)n;
 	uint64_t t = now_ms();
+	/* A command that ended just before its deadline may have its EXIT report waiting behind
+	 * this timer in the same batch of events: read it first, so that it is not called timed
+	 * out (and its sandbox not killed) after it finished. */
+	if (p->dl_timeout && t >= p->dl_timeout && !p->got_exit)
+		read_reports(p);
 	if (p->dl_timeout && t >= p->dl_timeout) {
 		p->dl_timeout = 0;
 		p->res->timed_out = 1;

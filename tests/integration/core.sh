@@ -131,6 +131,24 @@ test_core_timeout_kill_reported_without_pidns() {
 	done
 }
 
+test_core_timeout_at_the_deadline_is_consistent() {
+	# Commands that end right at their deadline: the result must say either that the command
+	# ended by itself (exit 0, not timed out) or that the timeout stopped it (SIGTERM, timed
+	# out); never "timed out" with the command's own exit 0 (the EXIT report read after the
+	# timer, or the stop coming after the command had ended). 40 runs around the boundary.
+	local i out to ec sig
+	for i in $(seq 0 39); do
+		out=$("$CORRAL" run -w "$WS" --audit off --json -t 0.2 --kill-after 1 -- sh -c "sleep 0.1$((85 + i % 15)); echo done")
+		to=$(jget timed_out <<<"$out") ec=$(jget exit_code <<<"$out") sig=$(jget signal <<<"$out")
+		if [ "$to" = true ]; then
+			assert_eq "$sig" 15 "round $i: timed out, but the command was not stopped (exit $ec)"
+		else
+			assert_eq "$ec" 0 "round $i: not timed out, so the command ended by itself"
+			assert_eq "$(jget stdout <<<"$out")" done "round $i"
+		fi
+	done
+}
+
 test_core_timeout_graceful_term() {
 	local out
 	out=$(cr --json -t 0.3 -- sleep 10)
