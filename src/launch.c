@@ -774,7 +774,7 @@ static _Noreturn void child_main(const struct launch *L)
 	 * is gone, and setuid binaries must not regain what is dropped here. */
 	if ((r = caps_no_new_privs_child()) < 0)
 		child_fail(STEP_NNP, r, -1);
-	if ((L->userns || getuid() == 0) && (r = caps_drop_all_child()) < 0)
+	if ((r = L->userns || getuid() == 0 ? caps_drop_all_child() : caps_clear_child()) < 0)
 		child_fail(STEP_CAPS, r, -1);
 	/* A session: its shell and its jobs (forked by this init later) must be able to signal
 	 * each other, and Landlock's signal scoping forbids that between sibling domains. So
@@ -1243,6 +1243,7 @@ fail:
 	}
 	if (pidfd >= 0)
 		close(pidfd);
+	out->pidfd = -1; /* closed here: the caller's cleanup must not close it again */
 	if (fd3 >= 0)
 		close(fd3);
 	if (L.cg)

@@ -149,7 +149,8 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 		/* even here root does not keep its capabilities (launch.c child_main) */
 		record(res, "caps", L->uid == 0,
 		       L->uid == 0 ? "all dropped, no_new_privs (root)"
-		                   : "no_new_privs only (an unprivileged caller has none)");
+		                   : "no_new_privs; every capability the caller had let go, the "
+		                     "bounding set kept (it needs CAP_SETPCAP to shrink)");
 		return 0;
 	}
 	char why[300];
@@ -251,12 +252,14 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	       !L->seccomp ? skip
 	       : L->userns ? "deny-list, EPERM"
 	                   : "deny-list, EPERM; unix sockets denied (no namespaces)");
-	/* Without a user namespace an unprivileged process cannot empty its bounding set (it
-	 * holds no capability to begin with); say exactly that. */
+	/* Without a user namespace an unprivileged process cannot empty its bounding set; it
+	 * lets go of any capability it holds (ambient ones from a wrapper); say exactly that. */
 	if (L->userns || L->uid == 0)
 		record(res, "caps", true, "all dropped, no_new_privs");
 	else
-		record(res, "caps", false, "no_new_privs only (an unprivileged caller has none)");
+		record(res, "caps", false,
+		       "no_new_privs; every capability the caller had let go, the bounding set "
+		       "kept (it needs CAP_SETPCAP to shrink)");
 }
 
 /* The environment block; without a mount namespace TMPDIR names the private host tmp. */

@@ -48,6 +48,21 @@ int caps_drop_all_child(void)
 	return 0;
 }
 
+int caps_clear_child(void)
+{
+	/* An unprivileged caller without a user namespace: the bounding set needs CAP_SETPCAP to
+	 * shrink, but whatever capabilities it was given (ambient ones, raised by a wrapper such
+	 * as setpriv or a systemd unit) can always be let go. With no_new_privs set, exec then
+	 * gains none back. */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2] = {{0}};
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}
+
 int caps_no_new_privs_child(void)
 {
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)

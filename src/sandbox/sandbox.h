@@ -178,6 +178,9 @@ size_t seccomp_denied_names(const char **out, size_t max);
 /* Child: drop every capability from the bounding set, the ambient set, and the inheritable,
  * permitted and effective sets; keep no capability across exec. */
 int caps_drop_all_child(void);
+/* Child, without the privilege to empty the bounding set: clear the ambient, effective,
+ * permitted and inheritable sets. */
+int caps_clear_child(void);
 /* Child: PR_SET_NO_NEW_PRIVS. */
 int caps_no_new_privs_child(void);
 

@@ -94,7 +94,7 @@ escape_case_fallback_nouserns_auto_landlock_enforcing() {
 	if is_root; then
 		assert_eq "$(jget isolation.caps.applied <<<"$out")" true "isolation.caps.applied"
 	else
-		assert_contains "$(jget isolation.caps.detail <<<"$out")" "no_new_privs only"
+		assert_contains "$(jget isolation.caps.detail <<<"$out")" "every capability the caller had let go"
 	fi
 	assert_eq "$(cat "$WS/sub/made-in-sub" 2>&1)" inside "a subdirectory of the workspace is writable in the no-namespace tier"
 	assert_eq "$(cat "$WS/made-in-ws" 2>&1)" inside "the workspace root is writable in the no-namespace tier ($(jget stderr <<<"$out" 2>/dev/null | head -3))"
@@ -251,6 +251,33 @@ escape_case_fallback_mode_none_records_nothing_enforces_timeout() {
 }
 
 # CLI only: `corral check` is not a run.
+test_escape_cli_fallback_ambient_caps_let_go() {
+	# An unprivileged caller given capabilities by a wrapper (setpriv, a systemd unit's
+	# AmbientCapabilities) in the no-namespace tier and in mode none: the command must hold
+	# none of them (CAP_NET_RAW would open raw sockets past Landlock's TCP rules). Read on
+	# the host from /proc of the command itself. Setting ambient capabilities needs root.
+	is_root || return 0
+	command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
+	local how mark pid i st
+	for how in auto none; do
+		mark="corral-amb-$how-$RANDOM$RANDOM"
+		setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps +net_raw,+dac_read_search \
+			--ambient-caps +net_raw,+dac_read_search \
+			"$NOLAYER" userns -- "$CORRAL" run -w /tmp --audit off --mode "$how" -t 20 -- \
+			bash -c "exec -a $mark sleep 20" >/dev/null 2>&1 &
+		pid=
+		for i in $(seq 1 200); do
+			pid=$(pgrep -f -- "^$mark") && break
+			sleep 0.02
+		done
+		[ -n "$pid" ] || fail "the command did not start ($how)"
+		st=$(grep -E '^Cap(Eff|Prm|Amb|Inh)' "/proc/$pid/status" | tr -d ':' | tr -s '\t\n' '= ')
+		pkill -f -- "^$mark"
+		wait
+		assert_eq "$st" "CapInh=0000000000000000 CapPrm=0000000000000000 CapEff=0000000000000000 CapAmb=0000000000000000 " "capabilities of the command ($how)"
+	done
+}
+
 test_escape_cli_fallback_check_json_lists_layers() {
 	local out l
 	out=$("$CORRAL" check --json)
