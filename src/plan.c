@@ -1176,10 +1176,23 @@ static int cmp_depth(const void *a, const void *b)
 /* The protected set of a run: L->req.protect (read-only binds, with placeholders for what
  * is missing) and L->req.pin (directories on the way, bound over themselves). A dry run
  * computes the same set without touching the host; `policy check` asks it. */
+/* A read-only workspace that a write tree (--rw, filesystem.write) makes writable again, in
+ * whole or in part: the protected paths are needed there as much as in a writable one. */
+static bool ws_rewritten(const struct corral_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_write; i++) {
+		char res[PATH_MAX];
+		if (policy_resolve_path(cfg, cfg->fs_write[i], res, NULL) == 0 &&
+		    (path_within(res, cfg->workspace) || path_within(cfg->workspace, res)))
+			return true;
+	}
+	return false;
+}
+
 int plan_protected_set(struct launch *L, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
-	if (cfg->workspace_ro)
+	if (cfg->workspace_ro && !ws_rewritten(cfg))
 		return 0; /* everything is read-only already */
 	const char *const *list = cfg->protected_set ? (const char *const *)cfg->protected_paths
 	                                             : policy_default_protected;

@@ -65,6 +65,28 @@ test_policy_deny_expansion_skips_symlinks() {
 	rm -f "$canary"
 }
 
+test_policy_protected_readonly_profile_with_write_tree() {
+	# The readonly profile needs no protected paths while the whole workspace is read-only;
+	# a write tree over the workspace (--rw .) or into it (--rw .git) makes them matter
+	# again: they must hold as under the default profile. Judged on the host.
+	mkdir -p "$WS/.git/hooks"
+	printf '[core]\n' >"$WS/.git/config"
+	local h; h=$(sha256sum "$WS/.git/config")
+	local rw
+	for rw in . .git; do
+		cr --profile readonly --rw "$rw" -c 'echo x > .git/hooks/pre-push; echo "[alias] x = !evil" >> .git/config
+			echo y > .mcp.json; echo z > .git/made' >/dev/null 2>&1
+		[ ! -e "$WS/.git/hooks/pre-push" ] || fail "--profile readonly --rw $rw: a hook was planted"
+		assert_eq "$(sha256sum "$WS/.git/config")" "$h" "--profile readonly --rw $rw: .git/config changed"
+		[ ! -e "$WS/.mcp.json" ] || fail "--profile readonly --rw $rw: .mcp.json was created"
+		assert_eq "$(cat "$WS/.git/made" 2>&1)" z "--profile readonly --rw $rw: the write tree is writable"
+		rm -f "$WS/.git/made"
+	done
+	# without a write tree the workspace stays read-only as a whole
+	cr --profile readonly -c 'echo z > made' >/dev/null 2>&1
+	[ ! -e "$WS/made" ] || fail "--profile readonly: the workspace was writable"
+}
+
 test_policy_protected_existing() {
 	mkdir -p "$WS/.git/hooks"
 	printf '#!/bin/sh\necho original\n' >"$WS/.git/hooks/pre-commit"
