@@ -1071,6 +1071,37 @@ static bool userns_refused(int e)
 	return e == EPERM || e == EINVAL || e == ENOSPC || e == EACCES;
 }
 
+/* After a refused clone while a bare user namespace can be made: which of the plan's other
+ * namespaces the host refuses, each tried on its own in a throwaway child. */
+static bool refused_namespaces(const struct launch *L, char *out, size_t len)
+{
+	static const struct {
+		int flag;
+		const char *name;
+	} ns[] = {{CLONE_NEWNS, "the mount namespace"},   {CLONE_NEWPID, "the pid namespace"},
+	          {CLONE_NEWNET, "the network namespace"}, {CLONE_NEWIPC, "the IPC namespace"},
+	          {CLONE_NEWUTS, "the UTS namespace"},     {CLONE_NEWCGROUP, "the cgroup namespace"}};
+	const bool want[] = {L->mountns, L->pidns, L->netns, L->ipcns, L->utsns, L->cgroupns};
+	size_t o = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(ns) && o < len; i++) {
+		if (!want[i])
+			continue;
+		pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | ns[i].flag | SIGCHLD, NULL, NULL,
+		                           NULL, NULL);
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0) {
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			continue;
+		}
+		o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", o ? ", " : "", ns[i].name,
+		                      strerror(errno));
+	}
+	return o > 0;
+}
+
 /* Signals blocked across the clone: the child must not run a handler of the caller's before
  * it has reset them, and its init waits for signals with sigwaitinfo. */
 static pid_t clone_blocked(struct launch *L, int *cgfd, int *pidfd, int *clone_errno)
@@ -1162,11 +1193,18 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 		pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
 	}
 	if (pid < 0) {
-		if (L.userns && userns_refused(clone_errno)) {
-			char why[300];
-			userns_probe(why, sizeof(why));
+		char why[300], which[300];
+		if (L.userns && userns_refused(clone_errno) && !userns_probe(why, sizeof(why))) {
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "userns",
 			                     "userns: %s", why);
+		} else if (L.userns && userns_refused(clone_errno) &&
+		           refused_namespaces(&L, which, sizeof(which))) {
+			/* user namespaces work: another namespace is what the host refuses */
+			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "clone",
+			                     "clone: the host refuses %s although user namespaces work; "
+			                     "raise the matching user.max_*_namespaces sysctl, check the "
+			                     "container's seccomp policy, or run with --mode=auto",
+			                     which);
 		} else {
 			r = corral_set_error(err, CORRAL_ESYS, clone_errno, "clone",
 			                     "clone: %s; the host refused to create the sandbox "

@@ -149,6 +149,19 @@ test_core_timeout_at_the_deadline_is_consistent() {
 	done
 }
 
+test_core_refused_namespace_named() {
+	# A host that allows user namespaces but refuses another one the sandbox needs (here the
+	# network namespace, by a zero user.max_net_namespaces in a user namespace of the test's
+	# own): the error names that namespace, not "userns: available".
+	local out
+	out=$(unshare -Ur sh -c 'echo 0 > /proc/sys/user/max_net_namespaces && "$0" run -w "$1" --audit off --json -- true' "$CORRAL" "$WS" 2>/dev/null) ||
+		true
+	[ -n "$out" ] || fail "no result"
+	assert_eq "$(jget error.step <<<"$out")" clone
+	assert_contains "$(jget error.message <<<"$out")" "refuses the network namespace"
+	assert_contains "$(jget error.message <<<"$out")" "although user namespaces work"
+}
+
 test_core_timeout_graceful_term() {
 	local out
 	out=$(cr --json -t 0.3 -- sleep 10)
