@@ -212,11 +212,19 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 	return 0;
 }
 
+static const char *cg_not_needed(const struct launch *L);
+static void record_rlimits(const struct launch *L, struct corral_result *res);
+
 void plan_record_layers(const struct launch *L, struct corral_result *res)
 {
 	if (L->cfg->mode == CORRAL_MODE_NONE)
 		return;
 	const char *skip = "unavailable on this host (mode auto)";
+	/* the limits as they now stand (plan_drop_namespaces rebuilds them after a fall back) */
+	if (L->rl.n)
+		record_rlimits(L, res);
+	if (!L->want_cg && !L->cfg->limits[CORRAL_LIMIT_CPUS] && !plan_test_disabled("cgroup"))
+		record(res, "cgroup", false, cg_not_needed(L));
 	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
 	record(res, "mountns", L->mountns,
 	       !L->mountns ? skip
@@ -1505,10 +1513,9 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		       "disabled by CORRAL_TEST_DISABLE; the CPU share is NOT enforced");
 	} else {
 		record(res, "cgroup", false,
-		       cfg->mode == CORRAL_MODE_NONE      ? "mode none"
-		       : plan_test_disabled("cgroup")     ? "disabled by CORRAL_TEST_DISABLE"
-		       : "not needed: no memory limit, and processes are limited by RLIMIT_NPROC "
-		         "per user namespace");
+		       cfg->mode == CORRAL_MODE_NONE  ? "mode none"
+		       : plan_test_disabled("cgroup") ? "disabled by CORRAL_TEST_DISABLE"
+		                                      : cg_not_needed(L));
 	}
 	/* RLIMIT_NPROC counts per user namespace; without one it would count every process
 	 * of the host user, so the default process limit only applies inside a userns. */
@@ -1518,7 +1525,26 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
 	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
 	                  L->in_cg, L->in_cg);
-	/* Say exactly what was set. */
+	record_rlimits(L, res);
+	return 0;
+}
+
+/* Why a run without a memory limit or a CPU share makes no cgroup, as its tier has it. */
+static const char *cg_not_needed(const struct launch *L)
+{
+	if (L->userns || L->uid == 0)
+		return "not needed: no memory limit, and processes are limited by RLIMIT_NPROC per "
+		       "user namespace";
+	if (L->cfg->pids_default)
+		return "not needed: no memory limit; NO process limit (without a user namespace "
+		       "RLIMIT_NPROC would count every process of this user)";
+	return "not needed: no memory limit; processes are limited by RLIMIT_NPROC, counted over "
+	       "every process of this user (no user namespace)";
+}
+
+/* The rlimits as set (rlimit_plan_build), named one by one. */
+static void record_rlimits(const struct launch *L, struct corral_result *res)
+{
 	char d[160] = "";
 	size_t o = 0;
 	for (size_t i = 0; i < L->rl.n && o < sizeof(d) - 32; i++) {
@@ -1532,7 +1558,6 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		o += (size_t)snprintf(d + o, sizeof(d) - o, "%s%s", i ? ", " : "", nm);
 	}
 	record(res, "rlimits", true, d);
-	return 0;
 }
 
 /* ---- the whole preparation -------------------------------------------------------------- */

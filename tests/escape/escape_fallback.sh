@@ -95,6 +95,10 @@ escape_case_fallback_nouserns_auto_landlock_enforcing() {
 		assert_eq "$(jget isolation.caps.applied <<<"$out")" true "isolation.caps.applied"
 	else
 		assert_contains "$(jget isolation.caps.detail <<<"$out")" "every capability the caller had let go"
+		# and the default process limit does not hold without a user namespace (it would
+		# count every process of this user): the record must not claim it does
+		assert_contains "$(jget isolation.cgroup.detail <<<"$out")" "NO process limit"
+		assert_not_contains "$(jget isolation.rlimits.detail <<<"$out")" "nproc"
 	fi
 	assert_eq "$(cat "$WS/sub/made-in-sub" 2>&1)" inside "a subdirectory of the workspace is writable in the no-namespace tier"
 	assert_eq "$(cat "$WS/made-in-ws" 2>&1)" inside "the workspace root is writable in the no-namespace tier ($(jget stderr <<<"$out" 2>/dev/null | head -3))"
