@@ -1197,6 +1197,73 @@ static bool ws_rewritten(const struct corral_config *cfg)
 	return false;
 }
 
+/* core.hooksPath in the repository's own config (.git/config, read-only for the run): the
+ * directory a host git runs hooks from instead of .git/hooks, often in the work tree
+ * (`.githooks`; husky's `.husky/_`, whose generated hooks run the scripts in `.husky`). When
+ * it names a directory inside the workspace, that directory is protected as .git/hooks is
+ * (a placeholder when it is missing), and for husky's layout (a last component `_`) its
+ * parent too. Read within a budget, never through a symlink; include.path is not followed. */
+static int protect_hooks_path(struct launch *L, struct walk *w, struct corral_error *err)
+{
+	int fd = ws_openat(L->cfg->workspace, ".git/config", O_RDONLY | O_NONBLOCK);
+	struct stat fst;
+	FILE *f = fd < 0 || fstat(fd, &fst) < 0 || !S_ISREG(fst.st_mode) ? NULL : fdopen(fd, "re");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	char line[PATH_MAX], value[PATH_MAX] = "";
+	bool core = false;
+	long budget = GITMODULES_MAX_BYTES;
+	while (budget > 0 && fgets(line, sizeof(line), f)) {
+		budget -= (long)strlen(line);
+		char *p = line;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '[') {
+			size_t n = strcspn(p + 1, "] \t\"");
+			core = n == 4 && !strncasecmp(p + 1, "core", 4) && p[5] == ']';
+			continue;
+		}
+		if (!core || strncasecmp(p, "hookspath", 9))
+			continue;
+		p += 9;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p++ != '=')
+			continue;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		size_t n = strcspn(p, "\r\n");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+			p++;
+			n -= 2;
+		}
+		snprintf(value, sizeof(value), "%.*s", (int)n,
+		         p); /* the last one wins, as in git */
+	}
+	fclose(f);
+	if (!*value)
+		return 0;
+	/* relative to the work tree's root (where a host git runs hooks), absolute, or ~/ */
+	char res[PATH_MAX];
+	if (policy_lexical_path(L->cfg, value, res, NULL) < 0 ||
+	    !path_within(res, L->cfg->workspace) || !strcmp(res, L->cfg->workspace))
+		return 0;
+	const char *rel = res + strlen(L->cfg->workspace) + 1;
+	int r = protect_rel(L, rel, true, PROT_MAKE_MISSING, w->origin, err);
+	size_t rl = strlen(rel);
+	if (r >= 0 && rl > 2 && !strcmp(rel + rl - 2, "/_")) {
+		char parent[PATH_MAX];
+		snprintf(parent, sizeof(parent), "%.*s", (int)(rl - 2), rel);
+		r = protect_rel(L, parent, true, 0, w->origin, err);
+	}
+	return r;
+}
+
 int plan_protected_set(struct launch *L, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
@@ -1246,6 +1313,8 @@ int plan_protected_set(struct launch *L, struct corral_error *err)
 		if (r >= 0)
 			r = protect_worktrees(L, &w, err);
 	}
+	if (r >= 0 && git_hooks)
+		r = protect_hooks_path(L, &w, err);
 	if (r >= 0 && (git_config || git_hooks)) {
 		/* a symlinked .git/modules is not followed: no submodules then */
 		int mfd = ws_openat(cfg->workspace, ".git/modules", O_RDONLY | O_DIRECTORY);

@@ -218,6 +218,29 @@ test_policy_protected_git_commondir() {
 	rm -f "$MARK"
 }
 
+test_policy_protected_git_hooks_path() {
+	# core.hooksPath points a host git at hooks in the work tree (.githooks; husky's .husky/_,
+	# whose hooks run the scripts in .husky): that directory is protected as .git/hooks is.
+	# Judged on the host: no hook appears, and a host commit runs none.
+	command -v git >/dev/null || skip "needs git on the host"
+	host_git init -q "$WS"
+	local MARK="$WS.marker" hp
+	for hp in .githooks .husky/_; do
+		rm -f "$MARK"
+		host_git -C "$WS" config core.hooksPath "$hp"
+		cr -c "mkdir -p $hp; printf '#!/bin/sh\ntouch $MARK\n' > $hp/pre-commit; chmod +x $hp/pre-commit
+			printf '#!/bin/sh\ntouch $MARK\n' > $(dirname "$hp")/pre-commit" >/dev/null 2>&1
+		[ ! -e "$WS/$hp/pre-commit" ] || fail "a hook was planted in core.hooksPath $hp"
+		[ "$hp" = .githooks ] || [ ! -e "$WS/.husky/pre-commit" ] || fail "a husky script was planted"
+		host_git -C "$WS" -c user.name=t -c user.email=t@t commit -q --allow-empty -m t >/dev/null 2>&1
+		[ ! -e "$MARK" ] || fail "the host's git ran a hook planted by the sandbox ($hp)"
+	done
+	# an absolute path outside the workspace is not the sandbox's to write anyway
+	host_git -C "$WS" config core.hooksPath /nonexistent/hooks
+	cr -- true || fail "a hooksPath outside the workspace refused the run"
+	rm -f "$MARK"
+}
+
 test_policy_protected_git_commondir_overlapping_runs() {
 	# Run A's sandbox plants .git/commondir; run B starts while it is there and takes it for
 	# the repository's own (read-only). When A ends, removing it would detach B's read-only
