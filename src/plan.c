@@ -424,10 +424,6 @@ static int build_landlock(struct launch *L)
 {
 	const struct mount_plan *mp = &L->mounts;
 	struct rules rs = {0};
-	/* Inside the sandbox's own root every directory may be listed (it holds only what the
-	 * plan put there); file contents still need a rule of their own. */
-	if (L->mountns && rules_add(&rs, "/", LL_LIST, false) < 0)
-		goto oom;
 	for (size_t i = 0; i < mp->n_ops; i++) {
 		const struct mount_op *op = &mp->ops[i];
 		if (!op->ll_access)
@@ -453,9 +449,20 @@ static int build_landlock(struct launch *L)
 	 * away beneath a writable tree without also forbidding new entries next to them; the
 	 * read-only mounts enforce them, and the tier without a mount namespace records that
 	 * they are not enforced.) */
-	for (size_t i = 0; i < L->req.n_deny; i++)
+	/* Without a mount namespace Landlock is the only layer that can hide a denied path, so
+	 * the tree that contains it is cut around it (expand_excluding). With one, the path is
+	 * masked by a mount the command cannot remove (no capability; seccomp), so nothing of
+	 * it is reachable whatever the rules say; cutting the tree there would only cost: the
+	 * directories on the way would keep listing alone (no new file in the workspace root
+	 * beside a hidden .env, nor in /tmp), and the host's listing of / and /tmp, read at
+	 * plan time, would become thousands of rules naming nothing in the sandbox. */
+	for (size_t i = 0; !L->mountns && i < L->req.n_deny; i++)
 		if (expand_excluding(&rs, L->req.deny[i]) < 0)
 			goto oom;
+	/* Inside the sandbox's own root every directory may be listed (it holds only what the
+	 * plan put there); file contents still need a rule of their own. */
+	if (L->mountns && rules_add(&rs, "/", LL_LIST, false) < 0)
+		goto oom;
 
 	/* A command allow-list: nothing keeps the execute right but the allowed files. */
 	if (L->cfg->cmd_allow_set) {

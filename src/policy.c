@@ -363,10 +363,10 @@ const char *policy_env_denied_by(const struct corral_config *cfg, const char *na
 {
 	if (!cfg->env_deny_replaced)
 		for (size_t i = 0; policy_default_env_deny[i]; i++)
-			if (policy_glob_match(policy_default_env_deny[i], name))
+			if (policy_glob_match_nocase(policy_default_env_deny[i], name))
 				return policy_default_env_deny[i];
 	for (size_t i = 0; i < cfg->n_env_deny; i++)
-		if (policy_glob_match(cfg->env_deny[i], name))
+		if (policy_glob_match_nocase(cfg->env_deny[i], name))
 			return cfg->env_deny[i];
 	return NULL;
 }

@@ -108,5 +108,8 @@ extern const char *const policy_default_env_deny[];
 
 /* fnmatch-style glob match for environment variable names ('*' and '?'). */
 bool policy_glob_match(const char *glob, const char *name);
+/* The same, ASCII letters matched regardless of case (deny globs: `github_token` is as much
+ * a token as `GITHUB_TOKEN`). */
+bool policy_glob_match_nocase(const char *glob, const char *name);
 
 #endif

@@ -32,28 +32,63 @@ const char *const policy_default_protected[] = {
 
 /* Credentials, and variables that make a loader or a shell run code of the host's choosing. */
 const char *const policy_default_env_deny[] = {
-    "*_TOKEN",        "*SECRET*",
-    "*PASSWORD*",     "*PASSWD*",
-    "*PASSPHRASE*",   "*_KEY",
-    "*_KEY_ID",       "*_API_KEY",
-    "*CREDENTIAL*",   "AWS_*",
-    "AZURE_*",        "GOOGLE_APPLICATION_CREDENTIALS",
-    "GITHUB_TOKEN",   "GH_TOKEN",
-    "NPM_TOKEN",      "PYPI_TOKEN",
-    "SSH_AUTH_SOCK",  "SSH_AGENT_PID",
-    "GPG_AGENT_INFO", "DBUS_SESSION_BUS_ADDRESS",
-    "DOCKER_HOST",    "KUBECONFIG",
-    "LD_PRELOAD",     "LD_LIBRARY_PATH",
-    "LD_AUDIT",       "GLIBC_TUNABLES",
-    "BASH_ENV",       "ENV",
-    "PROMPT_COMMAND", NULL,
+    "*_TOKEN",
+    "*_TOKEN_*",
+    "*_PAT",
+    "*_PWD",
+    "*SECRET*",
+    "*PASSWORD*",
+    "*PASSWD*",
+    "*PASSPHRASE*",
+    "*_KEY",
+    "*_KEY_ID",
+    "*_API_KEY",
+    "*CREDENTIAL*",
+    "AWS_*",
+    "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "NPM_TOKEN",
+    "PYPI_TOKEN",
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DOCKER_HOST",
+    "KUBECONFIG",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "GLIBC_TUNABLES",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    NULL,
 };
 
 /* ---- globs ----------------------------------------------------------------------------- */
 
 /* Greedy matching that only ever backtracks to the last '*': O(len(glob) * len(name)) in the
  * worst case, never exponential. */
+static bool glob_match(const char *glob, const char *name, bool fold);
+
 bool policy_glob_match(const char *glob, const char *name)
+{
+	return glob_match(glob, name, false);
+}
+
+bool policy_glob_match_nocase(const char *glob, const char *name)
+{
+	return glob_match(glob, name, true);
+}
+
+static inline char fold_ascii(char c)
+{
+	return c >= 'a' && c <= 'z' ? (char)(c - 'a' + 'A') : c;
+}
+
+static bool glob_match(const char *glob, const char *name, bool fold)
 {
 	if (!glob || !name)
 		return false;
@@ -68,7 +103,7 @@ bool policy_glob_match(const char *glob, const char *name)
 			resume = n;
 			continue;
 		}
-		if (*g && (*g == '?' || *g == *n)) {
+		if (*g && (*g == '?' || *g == *n || (fold && fold_ascii(*g) == fold_ascii(*n)))) {
 			g++;
 			n++;
 			continue;

@@ -7,11 +7,16 @@ test_policy_deny_inside_allowed_tree() {
 	local secret; secret=$(cat "$WS/secrets/key")
 	local before; before=$(sha256sum "$WS/secrets/key")
 	local out
-	out=$(cr --hide secrets -c 'cat secrets/key; ls secrets; echo pwned > secrets/key; echo new > secrets/new; echo ok > src/ok' 2>&1)
+	out=$(cr --hide secrets -c 'cat secrets/key; ls secrets; echo pwned > secrets/key; echo new > secrets/new; echo ok > src/ok
+		echo root > made-at-root; echo t > /tmp/made-in-tmp && cat /tmp/made-in-tmp' 2>&1)
 	assert_not_contains "$out" "$secret"
 	assert_eq "$(sha256sum "$WS/secrets/key")" "$before" "the denied file changed on the host"
 	[ ! -e "$WS/secrets/new" ] || fail "a file was created inside the denied tree"
 	assert_eq "$(cat "$WS/src/ok")" ok "the rest of the workspace stays writable"
+	# with a mount namespace the mask alone hides the path: new files beside it (the
+	# workspace root, /tmp) can still be made
+	assert_eq "$(cat "$WS/made-at-root" 2>&1)" root "a new file in the workspace root beside a hidden path: $out"
+	assert_contains "$out" "t"
 	# a profile with the same rule, and a file in the deny list
 	cat >"$WS/p.json" <<'J'
 {"filesystem": {"deny": ["secrets/key"]}}
@@ -557,6 +562,18 @@ J
 	assert_contains "$out" "APP_NAME=n"
 	assert_not_contains "$out" "APP_SECRET_X"
 	assert_contains "$out" "MODE=test"
+	# deny globs match regardless of case, and the defaults catch more spellings of a
+	# credential; names that only look alike pass (--redact off: the values themselves
+	# must be absent, not masked)
+	out=$(github_token=lc-t0k MYSQL_PWD=my-pw GITHUB_PAT=p4t GITLAB_TOKEN_RO=ro-t0k app_secret_y=s2 \
+		TOKENIZERS_PARALLELISM=false GIT_AUTHOR_NAME=me \
+		cr --redact off --profile "$WS/p.json" --env '*' -- env)
+	local v
+	for v in lc-t0k my-pw p4t ro-t0k s2; do
+		assert_not_contains "$out" "=$v"
+	done
+	assert_contains "$out" "TOKENIZERS_PARALLELISM=false"
+	assert_contains "$out" "GIT_AUTHOR_NAME=me"
 }
 
 test_policy_command_deny_preflight() {
