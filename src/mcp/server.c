@@ -2354,10 +2354,6 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		               "invalid params: params._meta.progressToken must be a string or an "
 		               "integer, not %s",
 		               jr_type_name(token));
-	if (find_call(s, m->id))
-		return jr_fail(r, JR_INVALID_REQUEST,
-		               "invalid request: this id is already used by a call in progress; "
-		               "request ids must be unique");
 
 	char why[600];
 	struct mcp_plan plan;
@@ -2487,8 +2483,16 @@ static void on_frame(void *ud, enum jr_frame_kind kind, const char *line, size_t
 	}
 	struct jr_msg m;
 	jr_parse(line, len, &m);
-	char *out =
-	    jr_dispatch(methods, sizeof(methods) / sizeof(methods[0]), s, s->initialized, &m);
+	char *out;
+	if (m.kind == JR_REQUEST && find_call(s, m.id))
+		/* Whatever the method: a call in progress answers this id, so anything else
+		 * answered with it would be a second response to the client. */
+		out = jr_error_line(m.id, JR_INVALID_REQUEST,
+		                    "invalid request: this id is already used by a call in "
+		                    "progress; request ids must be unique");
+	else
+		out = jr_dispatch(methods, sizeof(methods) / sizeof(methods[0]), s, s->initialized,
+		                  &m);
 	if (out)
 		send_line(s, out);
 	jr_msg_free(&m);

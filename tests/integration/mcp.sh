@@ -516,6 +516,44 @@ assert s.close() == 0
 PY
 }
 
+# An id in use by a call in progress is refused with -32600 whatever the request reusing it
+# (ping, tools/list, tools/call, an unknown method): one error each, and the call's own
+# result still arrives once. A shell_exec call (answered through a session) counts too.
+test_mcp_duplicate_id_refused_for_every_request() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off"]))
+s.initialize()
+for tool, args in (("run_command", {"command": "sleep 1.5; echo done"}),
+                   ("shell_exec", {"command": "sleep 1.5; echo done"})):
+    for id in ("dup", 77):
+        s.call_async(tool, args, id=id)
+        time.sleep(0.2)
+        dups = [("ping", None), ("tools/list", None),
+                ("tools/call", {"name": "run_command", "arguments": {"command": "echo no"}}),
+                ("no/such/method", None)]
+        for method, params in dups:
+            s.request(method, params, id=id)
+        s.sent[M.json.dumps(id)] = ("tools/call", {"name": tool})
+        s.drain(3.0)
+        mine = [m for m in s.pending if m.get("id") == id and type(m["id"]) is type(id)]
+        s.pending = [m for m in s.pending if m not in mine]
+        errs = [m for m in mine if "error" in m]
+        results = [m for m in mine if "result" in m]
+        seen = [m["error"]["message"] if "error" in m else sorted(m["result"]) for m in mine]
+        assert len(errs) == len(dups), (tool, id, seen)
+        for e in errs:
+            assert e["error"]["code"] == -32600, e
+            assert "already used by a call in progress" in e["error"]["message"], e
+        assert len(results) == 1, (tool, id, seen)
+        r = results[0]["result"]
+        assert not r["isError"] and r["structuredContent"]["stdout"] == "done\n", r
+        # once the call has ended, the id is free again
+        assert s.response(s.request("ping", id=id), timeout=5)["result"] == {}
+assert s.close() == 0
+PY
+}
+
 test_mcp_cancellation_kills_sandbox() {
 	local mark="corral-mcp-cancel-$RANDOM$RANDOM"
 	MARK=$mark mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
