@@ -481,7 +481,9 @@ struct corral_job_output {
 	uint64_t redactions_by_kind[16]; /* indexed like corral_redaction_kind_name() */
 	const char *redaction_mode;      /* "redact", "flag" or "off" (static) */
 };
-/* Output after offset since, at most max_bytes of it (0: no limit), and the job's state. */
+/* Output after offset since, at most max_bytes of it (0: no limit), and the job's state. A
+ * page cut at max_bytes ends between UTF-8 characters: up to 3 bytes short of max_bytes, or,
+ * when its first character is longer than max_bytes, that character whole (up to 4 bytes). */
 CORRAL_API int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes,
                                struct corral_job_output *out, struct corral_error *err);
 CORRAL_API void corral_job_output_free(struct corral_job_output *o);

@@ -1972,6 +1972,104 @@ int corral_job_running(const corral_job *j)
 	return j->running && !j->ended;
 }
 
+/* UTF-8 at a page's end. The ring holds the two streams interleaved by run; a character is
+ * whole within its own stream's bytes. */
+static unsigned char oring_byte(const struct oring *r, uint64_t off)
+{
+	return (unsigned char)r->buf[off % r->cap];
+}
+
+static size_t oring_run_at(const struct oring *r, uint64_t off)
+{
+	size_t k = 0;
+	while (k + 1 < r->n_runs && r->runs[k + 1].off <= off)
+		k++;
+	return k;
+}
+
+/* Where the UTF-8 character that a page [from, to) ends inside begins (in the stream of its
+ * last byte), with how many of its bytes come after to in *need and that stream in *stream;
+ * to when the page ends between characters (or in bytes that are not UTF-8, or in a
+ * character that began before from). */
+static uint64_t utf8_cut_start(const struct oring *r, uint64_t from, uint64_t to, size_t *need,
+                               int *stream)
+{
+	if (to <= from || !r->n_runs)
+		return to;
+	size_t k = oring_run_at(r, to - 1);
+	*stream = r->runs[k].stream;
+	uint64_t off = to - 1;
+	size_t conts = 0;
+	for (;;) {
+		unsigned char c = oring_byte(r, off);
+		if ((c & 0xc0) != 0x80) {
+			size_t len = (c & 0xe0) == 0xc0   ? 2
+			             : (c & 0xf0) == 0xe0 ? 3
+			             : (c & 0xf8) == 0xf0 ? 4
+			                                  : 1;
+			if (len <= conts + 1)
+				return to;
+			*need = len - conts - 1;
+			return off;
+		}
+		if (++conts == 4 || off == from)
+			return to;
+		off--; /* the stream's byte before: skip the other stream's runs */
+		while (off < r->runs[k].off || r->runs[k].stream != *stream) {
+			if (!k || r->runs[k].off <= from)
+				return to;
+			if (off >= r->runs[k].off) /* in a run of the other stream */
+				off = r->runs[k].off - 1;
+			k--;
+		}
+		if (off < from)
+			return to;
+	}
+}
+
+/* The end of the need continuation bytes of stream after offset to; 0 when they are not all
+ * in the ring (yet) or are not continuation bytes. */
+static uint64_t utf8_char_end(const struct oring *r, uint64_t to, int stream, size_t need)
+{
+	uint64_t off = to;
+	size_t k = oring_run_at(r, to);
+	while (need) {
+		if (off >= r->end)
+			return 0;
+		uint64_t rend = k + 1 < r->n_runs ? r->runs[k + 1].off : r->end;
+		if (r->runs[k].stream != stream) {
+			off = rend;
+			k++;
+			continue;
+		}
+		while (need && off < rend) {
+			if ((oring_byte(r, off) & 0xc0) != 0x80)
+				return 0;
+			off++;
+			need--;
+		}
+		if (off == rend)
+			k++;
+	}
+	return off;
+}
+
+/* A page cut at max_bytes ends between UTF-8 characters: before a character the cut would
+ * split, or, when that character is the page's first, after it (a page never comes back
+ * empty for max_bytes smaller than a character). */
+static uint64_t utf8_page_end(const struct oring *r, uint64_t from, uint64_t to)
+{
+	size_t need = 0;
+	int stream = 0;
+	uint64_t lead = utf8_cut_start(r, from, to, &need, &stream);
+	if (lead == to)
+		return to;
+	if (lead > from)
+		return lead;
+	uint64_t e = utf8_char_end(r, to, stream, need);
+	return e ? e : to;
+}
+
 int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes, struct corral_job_output *o,
                     struct corral_error *err)
 {
@@ -1986,7 +2084,7 @@ int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes, struct corr
 		from = r->end;
 	uint64_t to = r->end;
 	if (max_bytes && to - from > max_bytes)
-		to = from + max_bytes;
+		to = utf8_page_end(r, from, from + max_bytes);
 	size_t n = (size_t)(to - from);
 	o->stdout_buf = malloc(n + 1);
 	o->stderr_buf = malloc(n + 1);

@@ -584,8 +584,13 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		    int_prop("Return output after this offset: 0 for everything "
 		             "still held, else the next_offset of the previous call.",
 		             0));
-		json_object_set_new(props, "max_bytes",
-		                    int_prop("Return at most this many bytes (default 65536).", 1));
+		json_object_set_new(
+		    props, "max_bytes",
+		    int_prop("Return at most this many bytes (default 65536); a page "
+		             "ends between UTF-8 characters, so it may hold up to 3 "
+		             "bytes less (or one character of up to 4 bytes when "
+		             "max_bytes is smaller).",
+		             1));
 		json_object_set_new(schema, "required", json_pack("[s]", "job"));
 		snprintf(desc, sizeof(desc),
 		         "Read a background job's new stdout and stderr and whether it still runs. "

@@ -250,6 +250,52 @@ assert s.close() == 0
 PY
 }
 
+# job_output pages end between UTF-8 characters: a page cut at max_bytes stops before a
+# character it would split (or, when the page's first character is longer than max_bytes,
+# holds that character whole), so paged output joins back to the original with no U+FFFD,
+# for every page size, 2-, 3- and 4-byte characters, in stdout and stderr.
+test_mcp_job_output_pages_keep_utf8_whole() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off"]))
+s.initialize()
+out, err = "h\u00e9llo \u20ac\U0001F600x\u00fc", "\u20ac\u00e9\U0001F600e"
+cmd = "printf '%s'; sleep 0.2; printf '%s' >&2" % (
+    "".join("\\%03o" % b for b in out.encode()), "".join("\\%03o" % b for b in err.encode()))
+j = s.call("job_start", {"command": cmd})["structuredContent"]["job"]
+for _ in range(100):
+    o = s.call("job_output", {"job": j})["structuredContent"]
+    if not o["running"]:
+        break
+    time.sleep(0.05)
+assert o["stdout"] == out and o["stderr"] == err, o
+total = len(out.encode()) + len(err.encode())
+assert o["total_bytes"] == total, o
+# the report's repro: two bytes cut "h\303\251" after the \303
+o = s.call("job_output", {"job": j, "max_bytes": 2})["structuredContent"]
+assert o["stdout"] == "h" and o["next_offset"] == 1 and o["more"], o
+o = s.call("job_output", {"job": j, "since_offset": 1, "max_bytes": 2})["structuredContent"]
+assert o["stdout"] == "\u00e9" and o["next_offset"] == 3, o
+for mb in range(1, 9):
+    got_out = got_err = ""
+    off, pages = 0, 0
+    while True:
+        o = s.call("job_output", {"job": j, "since_offset": off, "max_bytes": mb})["structuredContent"]
+        n = o["next_offset"] - off
+        assert o["from_offset"] == off and 0 < n <= max(mb, 4), (mb, off, o)
+        assert "\ufffd" not in o["stdout"] + o["stderr"], (mb, off, o)
+        assert len((o["stdout"] + o["stderr"]).encode()) == n, (mb, off, o)
+        got_out += o["stdout"]
+        got_err += o["stderr"]
+        off = o["next_offset"]
+        pages += 1
+        if not o["more"]:
+            break
+    assert off == total and got_out == out and got_err == err, (mb, got_out, got_err)
+assert s.close() == 0
+PY
+}
+
 # Shutting the server down leaves no session, job or process behind.
 test_mcp_sessions_jobs_end_with_server() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
