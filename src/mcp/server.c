@@ -1922,7 +1922,18 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			/* the loop waits while a session closes: a shell that ignores SIGHUP is
 			 * killed after 100 ms rather than the library's 2 s */
 			struct corral_session_options so = {.term_timeout_ms = 100};
-			if (corral_session_open(plan->cfg, &so, &cs, &err) < 0) {
+			/* The session's own timeout, for commands that name none, is the server's:
+			 * plan->cfg carries this call's timeout_s, which is this call's alone. */
+			corral_config *scfg = corral_config_dup(plan->cfg);
+			int rc = -1;
+			if (!scfg)
+				corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "session",
+				                 "session: out of memory");
+			else if (corral_config_set_timeout_ms(scfg, s->o->timeout_ms,
+			                                      s->o->kill_after_ms, &err) == 0)
+				rc = corral_session_open(scfg, &so, &cs, &err);
+			corral_config_free(scfg);
+			if (rc < 0) {
 				audit_not_started(s, plan, "session_cmd", NULL, &err);
 				r->result =
 				    answer_error("the session could not start: %s", err.message);
@@ -1948,6 +1959,7 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			fresh = true;
 		}
 		const char *cmd = json_string_value(json_object_get(a, "command"));
+		/* this call's timeout_s, else the server's: the session's own (0: none) */
 		uint64_t to = plan->timeout_ms;
 		if (corral_session_begin(m->s, cmd, to, &err) < 0) {
 			r->result = answer_error("%s", err.message);

@@ -70,6 +70,33 @@ assert s.close() == 0
 PY
 }
 
+# A session's commands without timeout_s get the server's timeout, not the timeout_s of the
+# call that opened the session; with --timeout 0 that is none. A timeout's message names the
+# timeout that was applied.
+test_mcp_shell_timeout_is_per_call() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+for server_timeout in ("0", "30s"):
+    s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--timeout", server_timeout,
+                                "--kill-after", "200ms"]))
+    s.initialize()
+    r = s.call("shell_exec", {"command": "true", "timeout_s": 1})
+    sid = r["structuredContent"]["session"]["id"]
+    t = time.monotonic()
+    r = s.call("shell_exec", {"session": sid, "command": "sleep 2; echo done"}, timeout=30)
+    sc = r["structuredContent"]
+    assert not sc["timed_out"] and sc["stdout"] == "done\n", (server_timeout, M.text_of(r))
+    assert time.monotonic() - t >= 2
+    # a call's own timeout_s still applies, to that call only, and its message names it
+    r = s.call("shell_exec", {"session": sid, "command": "sleep 5", "timeout_s": 0.5}, timeout=30)
+    sc = r["structuredContent"]
+    assert sc["timed_out"] and "timed out after 0.5s" in M.text_of(r), M.text_of(r)
+    r = s.call("shell_exec", {"session": sid, "command": "sleep 1.5; echo again"}, timeout=30)
+    assert r["structuredContent"]["stdout"] == "again\n", M.text_of(r)
+    assert s.close() == 0
+PY
+}
+
 test_mcp_shell_exit_ends_session() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
