@@ -920,6 +920,23 @@ test_mcp_cli_usage() {
 
 # ---- policy: profiles and flags (one base configuration, narrowed per call) ----------------
 
+# corral mcp --help names every tool the server offers (tools/list).
+test_mcp_help_lists_every_tool() {
+	"$CORRAL" mcp --help >"$WS/help.txt" || fail "corral mcp --help failed"
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, re, mcp_client as M
+help = open(os.path.join(os.environ["WS"], "help.txt")).read()
+intro = help.split("Options:")[0]
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off"]))
+s.initialize()
+names = [t["name"] for t in s.response(s.request("tools/list"))["result"]["tools"]]
+assert len(names) >= 10, names
+missing = [n for n in names if not re.search(r"\b%s\b" % n, intro)]
+assert not missing, ("corral mcp --help does not name", missing, intro)
+assert s.close() == 0
+PY
+}
+
 test_mcp_profile_builtin_and_flags() {
 	mkdir -p "$WS/sub"
 	echo secret-content >"$WS/secret.txt"
