@@ -1432,7 +1432,8 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	    "the call, and %s. For state across calls (cd, export, a server you come back "
 	    "to), use shell_exec (a persistent sandboxed shell session) and job_start "
 	    "(background jobs). Policy: profile %s. Timeout per call: %s (timeout_s can only "
-	    "lower it). Up to %u calls run at once; more wait in a queue. Ask can_i whether "
+	    "lower it). Up to %u run_command, run_code and run_pipeline calls run at once; "
+	    "more wait in a queue. Ask can_i whether "
 	    "a read, write, exec or connect is allowed before relying on it; the policy "
 	    "cannot be changed from here.",
 	    ws ? ws : "?", o->base->workspace_ro ? "read-only" : "read-write",
@@ -2815,7 +2816,7 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		return 125;
 	}
 	audit_start(&s);
-	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent sandboxes, "
+	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent run calls, "
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
 	       o->max_concurrent, mcp_tool_names(),

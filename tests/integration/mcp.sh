@@ -554,6 +554,45 @@ assert s.close() == 0
 PY
 }
 
+# --max-concurrent counts run_command, run_code and run_pipeline calls, not sandboxes: a
+# pipeline of three stages is one call; session calls, jobs and can_i are not counted and do
+# not wait behind a call that holds the only slot. --help says so.
+test_mcp_max_concurrent_counts_calls() {
+	"$CORRAL" mcp --help >"$WS/help.txt" || fail "corral mcp --help failed"
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, re, time, mcp_client as M
+help = open(os.path.join(os.environ["WS"], "help.txt")).read()
+opt = re.search(r"--max-concurrent N(.*?)\n      --", help, re.S).group(1)
+opt = " ".join(opt.split())
+assert "run_command, run_code and run_pipeline calls" in opt and "pipeline counts as one" in opt, opt
+assert "Sessions, jobs, can_i" in opt and "not counted" in opt, opt
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-concurrent", "1"]))
+s.initialize()
+r = s.call("run_pipeline", {"stages": [["sh", "-c", "echo a"], ["cat"], ["cat"]]}, timeout=30)
+assert not r["isError"] and r["structuredContent"]["stdout"] == "a\n", M.text_of(r)
+slow = s.call_async("run_command", {"command": "sleep 3; echo slow"})
+time.sleep(0.5)
+queued = s.call_async("run_command", {"command": "echo queued"})
+t0 = time.monotonic()
+r = s.call("shell_exec", {"command": "echo sess"}, timeout=10)
+assert r["structuredContent"]["stdout"] == "sess\n", M.text_of(r)
+j = s.call("job_start", {"command": "echo job"}, timeout=10)["structuredContent"]["job"]
+for _ in range(40):
+    o = s.call("job_output", {"job": j}, timeout=10)["structuredContent"]
+    if not o["running"]:
+        break
+    time.sleep(0.05)
+assert o["stdout"] == "job\n", o
+r = s.call("can_i", {"op": "exec", "target": "sh"}, timeout=10)
+assert not r["isError"], M.text_of(r)
+assert time.monotonic() - t0 < 2, time.monotonic() - t0
+assert not any(m.get("id") in (slow, queued) for m in s.pending), s.pending
+assert s.response(slow, timeout=10)["result"]["structuredContent"]["stdout"] == "slow\n"
+assert s.response(queued, timeout=10)["result"]["structuredContent"]["stdout"] == "queued\n"
+assert s.close() == 0
+PY
+}
+
 test_mcp_cancellation_kills_sandbox() {
 	local mark="corral-mcp-cancel-$RANDOM$RANDOM"
 	MARK=$mark mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
