@@ -80,6 +80,9 @@ void usage_mcp(FILE *f)
 	    "                           the running call when calls come back to back\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
+	    "      --max-queue-bytes SIZE  request bytes the waiting calls may hold together\n"
+	    "                           (default 256M; 0 = no limit); a call that would pass\n"
+	    "                           it gets the same \"server busy\" result\n"
 	    "      --max-sessions N     shell sessions open at once (default 8)\n"
 	    "      --session-idle DUR   close a session idle this long (default 30m; 0 = never)\n"
 	    "      --max-jobs N         background jobs running at once (default 16)\n"
@@ -110,6 +113,7 @@ enum {
 	OPT_MAX_CONCURRENT,
 	OPT_PREBUILD,
 	OPT_MAX_QUEUE,
+	OPT_MAX_QUEUE_BYTES,
 	OPT_MAX_SESSIONS,
 	OPT_SESSION_IDLE,
 	OPT_MAX_JOBS,
@@ -145,6 +149,7 @@ static const struct option long_opts[] = {
     {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
     {"prebuild", required_argument, NULL, OPT_PREBUILD},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
+    {"max-queue-bytes", required_argument, NULL, OPT_MAX_QUEUE_BYTES},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
     {"max-jobs", required_argument, NULL, OPT_MAX_JOBS},
@@ -334,6 +339,11 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 			return cli_bad_value("--max-queue", arg, why);
 		o->max_queue = (size_t)v;
 		return 0;
+	case OPT_MAX_QUEUE_BYTES:
+		if (parse_size(arg, &v, &why) < 0)
+			return cli_bad_value("--max-queue-bytes", arg, why);
+		o->max_queue_bytes = (size_t)v;
+		return 0;
 	case OPT_MAX_SESSIONS:
 		if (parse_count(arg, 1024, &v, &why) < 0)
 			return cli_bad_value("--max-sessions", arg, why);
@@ -412,6 +422,7 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	o->max_concurrent = (unsigned)(cores > 0 ? 2 * cores : 2);
 	o->max_queue = 10000;
+	o->max_queue_bytes = MCP_DEFAULT_MAX_QUEUE_BYTES;
 	o->max_message = MCP_DEFAULT_MAX_MESSAGE;
 	o->max_sessions = 8;
 	o->session_idle_ms = 30 * 60 * 1000;

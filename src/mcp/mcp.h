@@ -33,6 +33,7 @@ enum {
 };
 
 #define MCP_DEFAULT_MAX_MESSAGE (4u << 20) /* bytes per message, newline excluded */
+#define MCP_DEFAULT_MAX_QUEUE_BYTES ((size_t)256 << 20) /* request bytes of waiting calls */
 
 /* ---- framing (jsonrpc.c, pure) -------------------------------------------------------- */
 
@@ -152,9 +153,10 @@ struct mcp_options {
 	char **allow_env; /* fnmatch patterns of names a call may set (besides base's env
 	                     allow globs); deny globs still win */
 	size_t n_allow_env;
-	unsigned max_concurrent;  /* running sandboxes */
+	unsigned max_concurrent;  /* run calls (run_command, run_code, run_pipeline) at once */
 	unsigned prebuild;        /* parked sandboxes kept built ahead (0: none) */
 	size_t max_queue;         /* waiting calls beyond that */
+	size_t max_queue_bytes;   /* request bytes of the waiting calls, together (0: no limit) */
 	size_t max_message;       /* bytes per incoming message */
 	bool audit_off;           /* --audit off */
 	char *audit_path;         /* --audit PATH, or NULL for the default store */

@@ -98,6 +98,7 @@ struct call {
 	struct mjob *jkill;  /* job_kill: the job it waits for */
 	bool new_session;    /* shell_exec opened the session */
 	bool stateful;       /* waits on a session or a job: not counted in running */
+	size_t q_bytes;      /* its request line's length, counted in s->q_bytes while queued */
 	bool cancelled;
 	bool reaped; /* shutdown: it ended in a result (or could not be stepped) */
 	uint64_t t_start, t_progress;
@@ -167,6 +168,8 @@ struct server {
 	struct call *calls;
 	struct call *q_head, *q_tail;
 	size_t n_queued, peak_live;
+	size_t q_bytes;     /* request bytes of the waiting calls (--max-queue-bytes) */
+	size_t frame_bytes; /* the length of the request line being dispatched */
 	struct call *done;
 	unsigned running;
 	bool stop;
@@ -1286,6 +1289,7 @@ static void start_queued(struct server *s)
 			s->q_tail = NULL;
 		c->qnext = NULL;
 		s->n_queued--;
+		s->q_bytes -= c->q_bytes;
 		start_call(s, c);
 	}
 }
@@ -1304,6 +1308,7 @@ static void unqueue(struct server *s, struct call *c)
 		s->q_tail = prev;
 	c->qnext = NULL;
 	s->n_queued--;
+	s->q_bytes -= c->q_bytes;
 }
 
 static struct call *find_call(struct server *s, const json_t *id)
@@ -2399,13 +2404,26 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 	case MCP_PREP_OK:
 		break;
 	}
-	if (s->running >= s->o->max_concurrent && s->n_queued >= s->o->max_queue) {
+	/* A call that would wait: at most max_queue of them, holding at most max_queue_bytes
+	 * of requests together (stdin and code are in the plan until the call starts). */
+	bool full = s->n_queued >= s->o->max_queue;
+	bool heavy = s->o->max_queue_bytes && (s->q_bytes >= s->o->max_queue_bytes ||
+	                                       s->frame_bytes > s->o->max_queue_bytes - s->q_bytes);
+	if (s->running >= s->o->max_concurrent && (full || heavy)) {
 		mcp_plan_free(&plan);
-		char msg[200];
-		snprintf(msg, sizeof(msg),
-		         "server busy: %zu calls are already waiting (the queue holds %zu); try "
-		         "again later",
-		         s->n_queued, s->o->max_queue);
+		char msg[300];
+		if (full)
+			snprintf(
+			    msg, sizeof(msg),
+			    "server busy: %zu calls are already waiting (the queue holds %zu); "
+			    "try again later",
+			    s->n_queued, s->o->max_queue);
+		else
+			snprintf(msg, sizeof(msg),
+			         "server busy: the %zu calls already waiting hold %zu bytes of "
+			         "requests, and this one's %zu bytes would pass the queue's %zu "
+			         "(--max-queue-bytes); try again later",
+			         s->n_queued, s->q_bytes, s->frame_bytes, s->o->max_queue_bytes);
 		r->result = mcp_tool_error(msg);
 		return;
 	}
@@ -2434,6 +2452,8 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 			s->q_head = c;
 		s->q_tail = c;
 		s->n_queued++;
+		c->q_bytes = s->frame_bytes;
+		s->q_bytes += c->q_bytes;
 	}
 }
 
@@ -2496,6 +2516,7 @@ static void on_frame(void *ud, enum jr_frame_kind kind, const char *line, size_t
 	}
 	struct jr_msg m;
 	jr_parse(line, len, &m);
+	s->frame_bytes = len;
 	char *out;
 	if (m.kind == JR_REQUEST && find_call(s, m.id))
 		/* Whatever the method: a call in progress answers this id, so anything else

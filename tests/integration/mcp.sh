@@ -665,6 +665,38 @@ assert s.close() == 0
 PY
 }
 
+# --max-queue-bytes: the waiting calls' requests may hold that many bytes together (stdin and
+# code wait with them); a call that would pass it gets the "server busy" tool error at once,
+# a small one still queues, and the bytes are freed as the calls start.
+test_mcp_max_queue_bytes() {
+	"$CORRAL" mcp --max-queue-bytes lots </dev/null 2>/dev/null; assert_eq $? 125
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--max-concurrent", "1",
+                            "--max-queue-bytes", "1M"]))
+s.initialize()
+big = "x" * 300000
+for burst in range(2):
+    slow = s.call_async("run_command", {"command": "sleep 1.5; echo slow"})
+    ids = [s.call_async("run_command", {"command": "wc -c", "stdin": big}, id="b%d-%d" % (burst, i))
+           for i in range(4)]
+    small = s.call_async("run_command", {"command": "echo small"})
+    # three big ones wait (~900 KB); the fourth would pass 1 MiB: refused before the slow
+    # call ends; the small one still fits
+    r = s.response(ids[3], timeout=10)["result"]
+    t = M.text_of(r)
+    assert r["isError"] and "server busy" in t and "--max-queue-bytes" in t, t
+    assert not any(m.get("id") == slow for m in s.pending), s.pending
+    assert s.response(slow, timeout=10)["result"]["structuredContent"]["stdout"] == "slow\n"
+    for id in ids[:3]:
+        r = s.response(id, timeout=30)["result"]
+        assert not r["isError"] and r["structuredContent"]["stdout"].strip() == "300000", M.text_of(r)
+    r = s.response(small, timeout=30)["result"]
+    assert r["structuredContent"]["stdout"] == "small\n", M.text_of(r)
+assert s.close() == 0
+PY
+}
+
 # A slow client: it sends 40 calls with ~1 MB answers each (and progress tokens), then
 # stops reading for 4 s while the server has far more output queued than a pipe holds (and
 # than its 16 MiB mark, where it stops reading requests). When the client reads again every
