@@ -573,11 +573,19 @@ static bool cmd_ended(pid_t cmd)
 	if (n <= 0)
 		return false;
 	st[n] = 0;
-	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags ..."; comm may hold ')' */
+	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags ... num_threads ..."; comm may
+	 * hold ')'. PF_EXITING counts only for a single thread: a leader that called
+	 * pthread_exit has it while its other threads run on. */
 	char *f = strrchr(st, ')');
-	for (int field = 0; f && field < 7; field++)
+	unsigned long flags = 0, threads = 0;
+	for (int field = 0; f && field < 18; field++) {
 		f = strchr(f + 1, ' ');
-	return f && (strtoul(f + 1, NULL, 10) & 0x4 /* PF_EXITING */);
+		if (f && field == 6)
+			flags = strtoul(f + 1, NULL, 10);
+		if (f && field == 17)
+			threads = strtoul(f + 1, NULL, 10);
+	}
+	return (flags & 0x4 /* PF_EXITING */) && threads == 1;
 }
 
 /* The init loop: signals stay blocked and are taken with sigwaitinfo, so there are no

@@ -351,6 +351,7 @@ static int rules_add(struct rules *rs, const char *path, unsigned access, bool o
 	rs->v[rs->n].path = p;
 	rs->v[rs->n].access = access;
 	rs->v[rs->n].nofollow = own; /* the deny expansion's paths (expand_excluding) */
+	rs->v[rs->n].own_tree = false;
 	rs->n++;
 	return 0;
 }
@@ -372,17 +373,23 @@ static int expand_excluding(struct rules *rs, const char *excl)
 		char dir[PATH_MAX];
 		snprintf(dir, sizeof(dir), "%s", root);
 		rs->v[i].access = acc & LL_LIST ? LL_LIST : (acc & LL_READ ? LL_LIST : 0);
+		/* The sandbox's own tree (its tmpfs root, /tmp) holds nothing of the host's: its
+		 * entries are the plan's mount points, each with a rule of its own, and what the
+		 * command makes later. Listing the host's directory at that path would only add
+		 * rules that name nothing in the sandbox (all of the host's /tmp), and make a
+		 * parked sandbox's key change with it. */
+		bool list_host = !rs->v[i].own_tree;
 		for (int depth = 0; depth < 64; depth++) {
 			/* the next component of excl below dir */
 			size_t dl = strlen(dir);
 			const char *rest = excl + (dl == 1 ? 1 : dl + 1);
 			const char *slash = strchr(rest, '/');
 			size_t cl = slash ? (size_t)(slash - rest) : strlen(rest);
-			DIR *d = opendir(dir);
-			if (!d)
+			DIR *d = list_host ? opendir(dir) : NULL;
+			if (!d && list_host)
 				return 0;
 			struct dirent *de;
-			while ((de = readdir(d))) {
+			while (d && (de = readdir(d))) {
 				if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 					continue;
 				if (strlen(de->d_name) == cl && !strncmp(de->d_name, rest, cl))
@@ -402,7 +409,8 @@ static int expand_excluding(struct rules *rs, const char *excl)
 					return -1;
 				}
 			}
-			closedir(d);
+			if (d)
+				closedir(d);
 			if (!slash)
 				break;
 			/* descend: the directory on the way to excl keeps listing only */
@@ -444,25 +452,25 @@ static int build_landlock(struct launch *L)
 		}
 		if (rules_add(&rs, path, op->ll_access, false) < 0)
 			goto oom;
+		rs.v[rs.n - 1].own_tree =
+		    L->mountns && (op->kind == MOP_TMPFS || op->kind == MOP_DEVPTS);
 	}
-	/* Deny wins. (Protected paths are not mirrored: Landlock cannot take the write right
+	/* (Protected paths are not mirrored: Landlock cannot take the write right
 	 * away beneath a writable tree without also forbidding new entries next to them; the
 	 * read-only mounts enforce them, and the tier without a mount namespace records that
 	 * they are not enforced.) */
-	/* Without a mount namespace Landlock is the only layer that can hide a denied path, so
-	 * the tree that contains it is cut around it (expand_excluding). With one, the path is
-	 * masked by a mount the command cannot remove (no capability; seccomp), so nothing of
-	 * it is reachable whatever the rules say; cutting the tree there would only cost: the
-	 * directories on the way would keep listing alone (no new file in the workspace root
-	 * beside a hidden .env, nor in /tmp), and the host's listing of / and /tmp, read at
-	 * plan time, would become thousands of rules naming nothing in the sandbox. */
-	for (size_t i = 0; !L->mountns && i < L->req.n_deny; i++)
-		if (expand_excluding(&rs, L->req.deny[i]) < 0)
-			goto oom;
 	/* Inside the sandbox's own root every directory may be listed (it holds only what the
 	 * plan put there); file contents still need a rule of their own. */
 	if (L->mountns && rules_add(&rs, "/", LL_LIST, false) < 0)
 		goto oom;
+	if (L->mountns)
+		rs.v[rs.n - 1].own_tree = true;
+	/* Deny wins, in Landlock too: the mask mount alone is not enough, since a host that
+	 * replaces the path (an editor's atomic save of .env) detaches the mask in every
+	 * namespace. */
+	for (size_t i = 0; i < L->req.n_deny; i++)
+		if (expand_excluding(&rs, L->req.deny[i]) < 0)
+			goto oom;
 
 	/* A command allow-list: nothing keeps the execute right but the allowed files. */
 	if (L->cfg->cmd_allow_set) {
@@ -894,6 +902,9 @@ static const char *const git_redirects[] = {"commondir", "config.worktree"};
 static bool remove_planted(int dfd, const char *name, bool only_marked)
 {
 	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM) &&
+	    fchmodat(dfd, name, S_IRUSR | S_IWUSR, 0) == 0) /* chmod 000 by the sandbox */
+		fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return !only_marked && unlinkat(dfd, name, 0) == 0; /* a symlink, a socket */
 	char v[2];
@@ -906,7 +917,10 @@ static bool remove_planted(int dfd, const char *name, bool only_marked)
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 		gone = fstat(fd, &a) == 0 && fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
 		       a.st_dev == b.st_dev && a.st_ino == b.st_ino && unlinkat(dfd, name, 0) == 0;
-	} else if (!only_marked && fsetxattr(fd, PLANTED_XATTR, "1", 1, 0) < 0) {
+	} else if (!only_marked && fsetxattr(fd, PLANTED_XATTR, "1", 1, 0) < 0 &&
+	           /* a user xattr needs write permission: chmod 0444 by the sandbox */
+	           ((errno != EACCES && errno != EPERM) || fchmod(fd, S_IRUSR | S_IWUSR) < 0 ||
+	            fsetxattr(fd, PLANTED_XATTR, "1", 1, 0) < 0)) {
 		/* no user xattrs here: nobody could tell it apart later, so it goes now */
 		gone = unlinkat(dfd, name, 0) == 0;
 	}
@@ -1231,7 +1245,12 @@ static int protect_hooks_path(struct launch *L, struct walk *w, struct corral_er
 		if (*p == '[') {
 			size_t n = strcspn(p + 1, "] \t\"");
 			core = n == 4 && !strncasecmp(p + 1, "core", 4) && p[5] == ']';
-			continue;
+			char *close = strchr(p, ']');
+			if (!close)
+				continue;
+			p = close + 1; /* `[core] hooksPath = x` on one line */
+			while (*p == ' ' || *p == '\t')
+				p++;
 		}
 		if (!core || strncasecmp(p, "hookspath", 9))
 			continue;
@@ -1242,15 +1261,22 @@ static int protect_hooks_path(struct launch *L, struct walk *w, struct corral_er
 			continue;
 		while (*p == ' ' || *p == '\t')
 			p++;
-		size_t n = strcspn(p, "\r\n");
+		/* the value ends at a comment (`;` or `#`) outside double quotes */
+		size_t n = 0;
+		for (bool q = false; p[n] && p[n] != '\r' && p[n] != '\n'; n++) {
+			if (p[n] == '"')
+				q = !q;
+			else if (!q && (p[n] == ';' || p[n] == '#'))
+				break;
+		}
 		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
 			n--;
 		if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
 			p++;
 			n -= 2;
 		}
-		snprintf(value, sizeof(value), "%.*s", (int)n,
-		         p); /* the last one wins, as in git */
+		/* the last one wins, as in git */
+		snprintf(value, sizeof(value), "%.*s", (int)n, p);
 	}
 	fclose(f);
 	if (!*value)
@@ -1384,7 +1410,11 @@ void plan_release_protected(struct placeholder *held, size_t n)
 		/* Remove a placeholder (made by this run, or marked as corral's by another), if it
 		 * is still the empty thing that was made and no other run holds it. */
 		char v[2];
-		if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
+		const char *base = strrchr(h->path, '/');
+		bool redirect = false;
+		for (size_t k = 0; base && k < ARRAY_SIZE(git_redirects); k++)
+			redirect |= !strcmp(base + 1, git_redirects[k]);
+		if (redirect && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
 		    fgetxattr(h->fd, PLANTED_XATTR, v, sizeof(v)) > 0) {
 			/* a git redirect a sandbox made (remove_planted): the last holder removes
 			 * it, whatever it holds */

@@ -2064,10 +2064,12 @@ static uint64_t utf8_page_end(const struct oring *r, uint64_t from, uint64_t to)
 	uint64_t lead = utf8_cut_start(r, from, to, &need, &stream);
 	if (lead == to)
 		return to;
+	/* Within the other stream's bytes a character's parts may lie far apart: a page moves
+	 * its end by at most 3 bytes (a character's tail), or is cut where max_bytes says. */
 	if (lead > from)
-		return lead;
+		return to - lead <= 3 ? lead : to;
 	uint64_t e = utf8_char_end(r, to, stream, need);
-	return e ? e : to;
+	return e && e - to <= 3 ? e : to;
 }
 
 int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes, struct corral_job_output *o,

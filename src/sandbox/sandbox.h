@@ -117,6 +117,9 @@ struct landlock_rule {
 	 * without following any symlink, and a symlink gets no rule (it would carry the tree's
 	 * rights to wherever it points) */
 	bool nofollow;
+	/* the plan's own tree (the sandbox's tmpfs root, /tmp, /dev): nothing of the host's at
+	 * that path, so a deny inside it is not cut around by listing the host's directory */
+	bool own_tree;
 };
 
 struct landlock_spec {

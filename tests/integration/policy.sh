@@ -7,16 +7,20 @@ test_policy_deny_inside_allowed_tree() {
 	local secret; secret=$(cat "$WS/secrets/key")
 	local before; before=$(sha256sum "$WS/secrets/key")
 	local out
-	out=$(cr --hide secrets -c 'cat secrets/key; ls secrets; echo pwned > secrets/key; echo new > secrets/new; echo ok > src/ok
-		echo root > made-at-root; echo t > /tmp/made-in-tmp && cat /tmp/made-in-tmp' 2>&1)
+	out=$(cr --hide secrets -c 'cat secrets/key; ls secrets; echo pwned > secrets/key; echo new > secrets/new; echo ok > src/ok' 2>&1)
 	assert_not_contains "$out" "$secret"
 	assert_eq "$(sha256sum "$WS/secrets/key")" "$before" "the denied file changed on the host"
 	[ ! -e "$WS/secrets/new" ] || fail "a file was created inside the denied tree"
 	assert_eq "$(cat "$WS/src/ok")" ok "the rest of the workspace stays writable"
-	# with a mount namespace the mask alone hides the path: new files beside it (the
-	# workspace root, /tmp) can still be made
-	assert_eq "$(cat "$WS/made-at-root" 2>&1)" root "a new file in the workspace root beside a hidden path: $out"
-	assert_contains "$out" "t"
+	# The mask is not all: a host that replaces the hidden path while the run lasts (an
+	# editor's atomic save: a new file renamed over it) detaches the mask in every
+	# namespace, and then Landlock alone keeps the new file out of reach.
+	out=$(cr --hide secrets/key -c 'touch src/started; while [ ! -e src/go ]; do sleep 0.02; done; cat secrets/key; echo pwned >> secrets/key' 2>&1 &
+		for i in $(seq 1 500); do [ -e "$WS/src/started" ] && break; sleep 0.02; done
+		echo "replaced-$secret" >"$WS/secrets/key.new" && mv "$WS/secrets/key.new" "$WS/secrets/key"
+		touch "$WS/src/go"; wait)
+	assert_not_contains "$out" "replaced-$secret"
+	assert_eq "$(cat "$WS/secrets/key")" "replaced-$secret" "the replaced file changed on the host"
 	# a profile with the same rule, and a file in the deny list
 	cat >"$WS/p.json" <<'J'
 {"filesystem": {"deny": ["secrets/key"]}}
@@ -240,6 +244,16 @@ test_policy_protected_git_hooks_path() {
 		host_git -C "$WS" -c user.name=t -c user.email=t@t commit -q --allow-empty -m t >/dev/null 2>&1
 		[ ! -e "$MARK" ] || fail "the host's git ran a hook planted by the sandbox ($hp)"
 	done
+	# git's config syntax: a comment after the value, the key on the section's line
+	local cfg
+	for cfg in '[core]\n\thooksPath = .githooks ; managed by a tool\n' '[core] hooksPath = ".githooks" # quoted\n'; do
+		rm -f "$MARK"
+		host_git -C "$WS" config --unset-all core.hooksPath
+		printf "$cfg" >>"$WS/.git/config"
+		cr -c "mkdir -p .githooks; printf '#!/bin/sh\ntouch $MARK\n' > .githooks/pre-commit; chmod +x .githooks/pre-commit" >/dev/null 2>&1
+		[ ! -e "$WS/.githooks/pre-commit" ] || fail "a hook was planted in core.hooksPath written as: $cfg"
+		host_git -C "$WS" config --unset-all core.hooksPath
+	done
 	# an absolute path outside the workspace is not the sandbox's to write anyway
 	host_git -C "$WS" config core.hooksPath /nonexistent/hooks
 	cr -- true || fail "a hooksPath outside the workspace refused the run"
@@ -257,8 +271,9 @@ test_policy_protected_git_commondir_overlapping_runs() {
 	rm -f "$MARK"
 	mkdir -p "$WS/evil/objects" "$WS/evil/refs"
 	printf '[core]\n\tfsmonitor = "touch %s; false"\n' "$MARK" >"$WS/evil/config"
+	# (A also takes the write permission away from what it planted: the mark needs it)
 	"$CORRAL" run -w "$WS" --audit off -c 'echo ../evil > .git/commondir
-		while [ ! -e a-go ]; do sleep 0.02; done' >/dev/null 2>&1 &
+		while [ ! -e a-go ]; do sleep 0.02; done; chmod 0444 .git/commondir' >/dev/null 2>&1 &
 	a=$!
 	for i in $(seq 1 500); do [ -e "$WS/.git/commondir" ] && break; sleep 0.02; done
 	[ -e "$WS/.git/commondir" ] || fail "run A did not plant commondir"
@@ -280,6 +295,11 @@ test_policy_protected_git_commondir_overlapping_runs() {
 	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.corral.planted", b"1")' "$WS/.git/commondir"
 	cr -c 'cat .git/commondir 2>/dev/null; true' >/dev/null
 	[ ! -e "$WS/.git/commondir" ] || fail "a marked leftover commondir was kept"
+	# the mark means nothing on any other protected path: the user's .bashrc stays
+	echo "user-rc" >"$WS/.bashrc"
+	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.corral.planted", b"1")' "$WS/.bashrc"
+	cr -- true
+	assert_eq "$(cat "$WS/.bashrc" 2>&1)" user-rc "a marked .bashrc was removed"
 	rm -f "$MARK"
 }
 
