@@ -1103,6 +1103,38 @@ static int protect_modules(struct launch *L, const char *rel, int dfd, int depth
 	return r;
 }
 
+/* A `key = value` line of a git config file (p past the indent): the value, trimmed, with
+ * its double quotes taken off and a comment after it (`;` or `#` outside quotes) dropped,
+ * as git reads it; NULL when the line is not that key (matched regardless of case). */
+static char *git_config_value(char *p, const char *key)
+{
+	size_t kl = strlen(key);
+	if (strncasecmp(p, key, kl))
+		return NULL;
+	p += kl;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p++ != '=')
+		return NULL;
+	while (*p == ' ' || *p == '\t')
+		p++;
+	size_t n = 0;
+	for (bool q = false; p[n] && p[n] != '\r' && p[n] != '\n'; n++) {
+		if (p[n] == '"')
+			q = !q;
+		else if (!q && (p[n] == ';' || p[n] == '#'))
+			break;
+	}
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
+		p++;
+		n -= 2;
+	}
+	p[n] = 0;
+	return p;
+}
+
 /* Submodule checkouts in the workspace: each `path = X` of a .gitmodules has its own X/.git,
  * usually a file naming the git directory (`gitdir: ../.git/modules/X`), which a host git
  * follows. Nested .gitmodules are followed too, within the same bounds. Nothing is looked up
@@ -1132,23 +1164,9 @@ static int protect_submodule_checkouts(struct launch *L, const char *prefix, int
 		char *p = line;
 		while (*p == ' ' || *p == '\t')
 			p++;
-		if (strncmp(p, "path", 4))
+		if (!(p = git_config_value(p, "path")))
 			continue;
-		p += 4;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p++ != '=')
-			continue;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		size_t n = strcspn(p, "\r\n");
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
-			p++;
-			n -= 2;
-		}
-		p[n] = 0;
+		size_t n = strlen(p);
 		/* a relative path without .. components, inside the checkout */
 		if (!n || p[0] == '/' || !strcmp(p, "..") || !strncmp(p, "../", 3) ||
 		    strstr(p, "/../") || (n >= 3 && !strcmp(p + n - 3, "/..")))
@@ -1252,31 +1270,9 @@ static int protect_hooks_path(struct launch *L, struct walk *w, struct corral_er
 			while (*p == ' ' || *p == '\t')
 				p++;
 		}
-		if (!core || strncasecmp(p, "hookspath", 9))
+		if (!core || !(p = git_config_value(p, "hookspath")))
 			continue;
-		p += 9;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p++ != '=')
-			continue;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		/* the value ends at a comment (`;` or `#`) outside double quotes */
-		size_t n = 0;
-		for (bool q = false; p[n] && p[n] != '\r' && p[n] != '\n'; n++) {
-			if (p[n] == '"')
-				q = !q;
-			else if (!q && (p[n] == ';' || p[n] == '#'))
-				break;
-		}
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		if (n >= 2 && p[0] == '"' && p[n - 1] == '"') {
-			p++;
-			n -= 2;
-		}
-		/* the last one wins, as in git */
-		snprintf(value, sizeof(value), "%.*s", (int)n, p);
+		snprintf(value, sizeof(value), "%s", p); /* the last one wins, as in git */
 	}
 	fclose(f);
 	if (!*value)

@@ -499,7 +499,8 @@ test_policy_protected_git_submodules() {
 	done
 	mkdir -p "$WS/.git/hooks" "$WS/sub" "$WS/libs/two"
 	printf '[core]\n' >"$WS/.git/config"
-	printf '[submodule "sub"]\n\tpath = sub\n[submodule "libs/two"]\n\tpath = "libs/two"\n' >"$WS/.gitmodules"
+	# (git's config syntax: a comment after a value, a key in any case)
+	printf '[submodule "sub"]\n\tpath = sub ; the first\n[submodule "libs/two"]\n\tPath = "libs/two" # quoted\n' >"$WS/.gitmodules"
 	echo 'gitdir: ../.git/modules/sub' >"$WS/sub/.git"
 	echo 'gitdir: ../../.git/modules/libs/two' >"$WS/libs/two/.git"
 	local before; before=$(git_trust_state "$WS"/.git/modules/{sub,libs/two,sub/modules/inner}; sha256sum "$WS"/sub/.git "$WS"/libs/two/.git)
