@@ -734,7 +734,8 @@ static _Noreturn void child_main(const struct launch *L)
 	 * anything else runs. Done here rather than by the parent, because a v1 migration
 	 * waits for an RCU grace period (milliseconds on an idle machine): the init waits,
 	 * the supervisor (a server's event loop) does not. The mount namespace is still a
-	 * copy of the host's, so the paths name the host's cgroup files. "0" is the writer. */
+	 * copy of the host's, so the paths name the host's cgroup files. "0" is the writer;
+	 * on v1 the file is `tasks`, which skips that grace period (cgroup_join_paths). */
 	for (size_t i = 0; L->cg_join && i < L->n_cg_procs; i++) {
 		int fd = open(L->cg_procs[i], O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "0", 1) != 1)
@@ -1171,7 +1172,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.fd_ctl = p_ctl[1];
 
 	if (L.cg) {
-		L.n_cg_procs = cgroup_procs_paths(L.cg, L.cg_procs, ARRAY_SIZE(L.cg_procs));
+		L.n_cg_procs = cgroup_join_paths(L.cg, L.cg_procs, ARRAY_SIZE(L.cg_procs));
 		if (L.n_cg_procs == (size_t)-1) {
 			L.n_cg_procs = 0;
 			r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "cgroup", "out of memory");

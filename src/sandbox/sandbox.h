@@ -222,10 +222,11 @@ int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
                    struct corral_error *err);
 /* Parent: fd of the v2 cgroup directory for CLONE_INTO_CGROUP, or -1 (v1). */
 int cgroup_clone_fd(const struct cgroup_handle *cg);
-/* The cgroup.procs files the sandbox joins (one per v1 hierarchy, one on v2; v1 without
- * CLONE_INTO_CGROUP), for the child to write itself into: malloc'ed paths into out, their
- * number returned; (size_t)-1 (nothing kept) when out of memory or more than max. */
-size_t cgroup_procs_paths(const struct cgroup_handle *cg, char **out, size_t max);
+/* The files the sandbox writes "0" into to join its cgroup (v1: each hierarchy's `tasks`;
+ * v2 without CLONE_INTO_CGROUP: `cgroup.procs`), written by the child while it has one
+ * thread: malloc'ed paths into out, their number returned; (size_t)-1 (nothing kept) when
+ * out of memory or more than max. */
+size_t cgroup_join_paths(const struct cgroup_handle *cg, char **out, size_t max);
 /* Parent: did the memory limit kill something (memory.events oom_kill / v1 oom_control)? */
 int cgroup_oom_killed(struct cgroup_handle *cg);
 /* Parent: OOM kills in the cgroup so far (sessions compare it per command). */
