@@ -310,6 +310,7 @@ static bool is_protected(const struct corral_config *cfg, const char *path, char
 	memset(&L, 0, sizeof(L));
 	L.cfg = cfg;
 	L.dry_run = true;
+	L.mountns = true; /* the set where it is enforced (no placeholders without one) */
 	bool hit = false;
 	(void)plan_protected_set(&L, NULL); /* a partial set still answers */
 	for (size_t i = 0; i < L.req.n_protect && !hit; i++)

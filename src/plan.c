@@ -736,7 +736,10 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 		} else {
 			if (!absent_errno(errno))
 				return uninspectable(err, path, errno);
-			if (how & PROT_EXISTING)
+			/* A placeholder is a mount point: without a mount namespace (mode none, the
+			 * no-namespace tier) nothing would hold it read-only, and it would only put
+			 * an empty .bashrc, .vscode, ... into the user's workspace for the run. */
+			if ((how & PROT_EXISTING) || !L->mountns)
 				return 0;
 			/* Create it only where its parent exists: inventing a .git directory
 			 * would change what the host's tools see. */
@@ -1700,6 +1703,21 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 {
 	L->userns = L->mountns = L->pidns = L->netns = L->ipcns = L->utsns = L->cgroupns = false;
+	/* No placeholder without a mount namespace (protect_one): the ones made for the first
+	 * attempt are removed now, not after the run. The rest stays held, the watched git
+	 * directories too (a redirect planted there is still removed at the end). */
+	struct placeholder *made = calloc(L->n_held ? L->n_held : 1, sizeof(*made));
+	if (!made)
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy", "out of memory");
+	size_t n_made = 0, kept = 0;
+	for (size_t i = 0; i < L->n_held; i++) {
+		if (L->held[i].created && !L->held[i].watch)
+			made[n_made++] = L->held[i];
+		else
+			L->held[kept++] = L->held[i];
+	}
+	L->n_held = kept;
+	plan_release_protected(made, n_made);
 	/* RLIMIT_NPROC would now count every process of the host user: the default process
 	 * limit does not apply without a user namespace (an explicit one still does). */
 	const struct corral_config *cfg = L->cfg;
