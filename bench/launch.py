@@ -162,8 +162,49 @@ def main():
     for r in rows:
         if bw and "median_s" in r:
             r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
+    spaced, hf_spaced = spaced_run([r for r in run if r["key"] in SPACED_KEYS], ws)
     write_result("launch", {"hyperfine_command": shlex.join(hf), "workspace": ws,
-                            "rows": rows, "audit_store": audit})
+                            "rows": rows, "audit_store": audit,
+                            "spaced": {"gap_ms": GAP_MS, "hyperfine_command": hf_spaced,
+                                       "rows": spaced}})
+
+
+# Launches spaced like an agent's (the model's turn between two tool calls), where the
+# machine is idle before each one: what an agent waits for, as against back-to-back runs that
+# keep the kernel's caches and deferred work warm. Only the tools that start in a few ms.
+SPACED_KEYS = ("corral", "bwrap", "unshare", "bare", "corral_nocg", "corral_none")
+GAP_MS = float(os.environ.get("BENCH_SPACED_GAP_MS", "20"))
+
+
+def spaced_run(run, ws):
+    if not run:
+        return [], None
+    export = os.path.join(RESULTS, "hyperfine-launch-spaced.json")
+    hf = ["hyperfine", "-N", "--style", "basic", "--warmup", "3",
+          "--runs", "30" if QUICK else "150",
+          "--prepare", f"sleep {GAP_MS / 1000:g}",
+          "--export-json", export]
+    for r in run:
+        hf += ["-n", r["key"], r["command"]]
+    log("launch (spaced): " + " ".join(hf[:12]) + " ...")
+    subprocess.run(hf, cwd=ws, check=True, stdout=sys.stderr)
+    with open(export) as f:
+        data = json.load(f)
+    by_name = {r["command"]: r for r in data["results"]}
+    rows = []
+    for r in run:
+        res = by_name.get(r["key"])
+        if not res:
+            continue
+        times = sorted(res["times"])
+        rows.append({"key": r["key"], "label": r["label"], "runs": len(times),
+                     "median_s": median(times),
+                     "p90_s": times[min(len(times) - 1, int(len(times) * 0.9))]})
+    bw = next((r for r in rows if r["key"] == "bwrap"), None)
+    for r in rows:
+        if bw:
+            r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
+    return rows, shlex.join(hf)
 
 
 if __name__ == "__main__":

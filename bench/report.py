@@ -201,6 +201,21 @@ def section_launch(out, launch, targets):
                    f"this part (database {a['db_bytes'] / 1e6:.1f} MB, WAL "
                    f"{a['wal_bytes'] / 1e6:.1f} MB). Compare the `--audit off` row: the "
                    "rows after the default one run against a larger store.\n")
+    sp = launch.get("spaced") or {}
+    if sp.get("rows"):
+        out.append(f"**Spaced like an agent's calls**: the same commands, one at a time, "
+                   f"{sp['gap_ms']:g} ms apart (hyperfine's `--prepare "
+                   f"'sleep {sp['gap_ms'] / 1000:g}'`, not timed), so that the machine is "
+                   "idle before each launch, as between an agent's tool calls. Back-to-back "
+                   "runs keep the kernel's deferred work warm; spaced ones pay for it.\n")
+        out.append("| tool | median | p90 | × bwrap | runs |")
+        out.append("|---|---:|---:|---:|---:|")
+        for r in sp["rows"]:
+            ratio = f"{r['ratio_to_bwrap']:.2f}×" if "ratio_to_bwrap" in r else "–"
+            out.append(f"| {r['label']} | {ms(r['median_s'])} | {ms(r['p90_s'])} | {ratio} | "
+                       f"{r['runs']} |")
+        out.append("")
+        out.append(f"hyperfine options: `{_hf_opts(sp['hyperfine_command'])}`.\n")
     u = next((r for r in launch["rows"] if r["key"] == "unshare" and "ratio_to_bwrap" in r),
              None)
     if u:
