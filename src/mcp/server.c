@@ -930,6 +930,14 @@ static void on_output(void *ud, int stream, const char *buf, size_t len)
 	track_tail(c, buf, len);
 }
 
+/* A session's output belongs to the shell_exec waiting on it (none between commands). */
+static void session_output(void *ud, int stream, const char *buf, size_t len)
+{
+	struct msess *m = ud;
+	if (m->waiting)
+		on_output(m->waiting, stream, buf, len);
+}
+
 static void start_pipeline(struct server *s, struct call *c);
 
 /* ---- parked sandboxes (--prebuild; DESIGN §18) -------------------------------------------
@@ -1564,6 +1572,7 @@ static void session_free(struct server *s, struct msess *m)
 		respond(s, m->waiting,
 		        mcp_tool_error("the session was closed while the command ran"));
 		call_retire(s, m->waiting);
+		m->waiting = NULL; /* what the shell writes as it closes goes nowhere */
 	}
 	corral_session_close(m->s);
 	m->s = NULL;
@@ -1925,6 +1934,12 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 				break;
 			}
 			corral_session *cs = NULL;
+			m = calloc(1, sizeof(*m));
+			if (!m) {
+				r->result =
+				    answer_error("the session could not start: out of memory");
+				break;
+			}
 			/* the loop waits while a session closes: a shell that ignores SIGHUP is
 			 * killed after 100 ms rather than the library's 2 s */
 			struct corral_session_options so = {.term_timeout_ms = 100};
@@ -1936,19 +1951,21 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 				corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "session",
 				                 "session: out of memory");
 			else if (corral_config_set_timeout_ms(scfg, s->o->timeout_ms,
-			                                      s->o->kill_after_ms, &err) == 0)
+			                                      s->o->kill_after_ms, &err) == 0) {
+				/* a command's output shows in its shell_exec's progress messages */
+				corral_config_set_output_cb(scfg, session_output, m);
 				rc = corral_session_open(scfg, &so, &cs, &err);
+			}
 			corral_config_free(scfg);
 			if (rc < 0) {
+				free(m);
 				audit_not_started(s, plan, "session_cmd", NULL, &err);
 				r->result =
 				    answer_error("the session could not start: %s", err.message);
 				break;
 			}
-			m = calloc(1, sizeof(*m));
 			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = m};
-			if (!m ||
-			    epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_session_fd(cs), &ev) < 0) {
+			if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, corral_session_fd(cs), &ev) < 0) {
 				corral_session_close(cs);
 				free(m);
 				r->result = answer_error("the session could not be watched: %s",
@@ -2274,6 +2291,9 @@ static void start_pipeline(struct server *s, struct call *c)
 			v[k] = json_string_value(json_array_get(a, k));
 		r = corral_config_set_argv(cfgs[i], v, &err);
 		free(v);
+		/* what is captured (the last stage's stdout, every stage's stderr) shows in the
+		 * call's progress messages, as a run's output does */
+		corral_config_set_output_cb(cfgs[i], on_output, c);
 	}
 	c->started_wall_ms = wall_ms();
 	policy_hash(c->plan.cfg, c->policy_hash);

@@ -750,6 +750,44 @@ print("%d lines, %.1f MB, all whole JSON-RPC messages" % (lines, total / 1e6))
 PY
 }
 
+test_mcp_progress_shell_and_pipeline() {
+	# shell_exec and run_pipeline report their output in progress messages as run_command
+	# does: the bytes so far and the latest lines (they used to say "0 bytes out")
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
+s.initialize()
+def msgs(tok):
+    return [m["params"]["message"] for _, m in s.notifications
+            if m["method"] == "notifications/progress" and m["params"]["progressToken"] == tok]
+def bytes_out(m):
+    return int(m.split(", ", 1)[1].split(" bytes out", 1)[0])
+loop = "for i in 1 2 3 4 5 6; do echo %s$i; sleep 0.3; done"
+r = s.call("shell_exec", {"command": "echo first"})
+assert not r["isError"], M.text_of(r)
+sid = r["structuredContent"]["session"]["id"]
+r = s.call("shell_exec", {"session": sid, "command": loop % "sh"}, progress_token="tok-sh")
+assert not r["isError"], M.text_of(r)
+m = msgs("tok-sh")
+assert len(m) >= 2, m
+assert bytes_out(m[-1]) > 0 and ", last: sh" in m[-1], m
+# only this command's output: nothing of the earlier one ("first") is counted or shown
+assert all("first" not in x for x in m), m
+assert bytes_out(m[-1]) <= len("".join("sh%d\n" % i for i in range(1, 7))), m
+r = s.call("run_pipeline", {"stages": [["sh", "-c", loop % "pl"], ["cat"]]}, progress_token="tok-pl")
+assert not r["isError"], M.text_of(r)
+m = msgs("tok-pl")
+assert len(m) >= 2, m
+assert bytes_out(m[-1]) > 0 and ", last: pl" in m[-1], m
+# a stage's stderr counts too
+r = s.call("run_pipeline", {"stages": [["sh", "-c", "for i in 1 2 3 4 5 6; do echo e$i >&2; sleep 0.3; done"], ["cat"]]},
+           progress_token="tok-err")
+m = msgs("tok-err")
+assert m and ", last: e" in m[-1], m
+s.close()
+PY
+}
+
 test_mcp_progress_notifications() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
