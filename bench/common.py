@@ -4,6 +4,7 @@ Every benchmark script writes one JSON file into the results directory; report.p
 into docs/benchmarks.md. Paths and knobs come from the environment that run.sh sets up.
 """
 import json
+import math
 import os
 import statistics
 import sys
@@ -30,7 +31,7 @@ def percentile(xs, p):
     if not xs:
         return None
     s = sorted(xs)
-    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, math.ceil(p / 100.0 * len(s)) - 1))
     return s[k]
 
 

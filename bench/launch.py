@@ -12,7 +12,8 @@ import shutil
 import subprocess
 import sys
 
-from common import BENCH_DIR, CORRAL, QUICK, RESULTS, WORKSPACE, log, median, write_result
+from common import (BENCH_DIR, CORRAL, QUICK, RESULTS, WORKSPACE, log, median, percentile,
+                    write_result)
 
 BWRAP_BINDS = [
     "--ro-bind", "/usr", "/usr",
@@ -162,11 +163,17 @@ def main():
     for r in rows:
         if bw and "median_s" in r:
             r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
-    spaced, hf_spaced = spaced_run([r for r in run if r["key"] in SPACED_KEYS], ws)
-    write_result("launch", {"hyperfine_command": shlex.join(hf), "workspace": ws,
-                            "rows": rows, "audit_store": audit,
-                            "spaced": {"gap_ms": GAP_MS, "hyperfine_command": hf_spaced,
-                                       "rows": spaced}})
+    result = {"hyperfine_command": shlex.join(hf), "workspace": ws, "rows": rows,
+              "audit_store": audit}
+    write_result("launch", result)  # kept even if the spaced pass fails
+    try:
+        spaced, hf_spaced = spaced_run(
+            [r for r in run if r["key"] in SPACED_KEYS and "median_s" in r], ws)
+        result["spaced"] = {"gap_ms": GAP_MS, "hyperfine_command": hf_spaced, "rows": spaced}
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        result["spaced"] = {"gap_ms": GAP_MS, "error": str(e)}
+        log(f"launch (spaced): failed: {e}")
+    write_result("launch", result)
 
 
 # Launches spaced like an agent's (the model's turn between two tool calls), where the
@@ -196,10 +203,9 @@ def spaced_run(run, ws):
         res = by_name.get(r["key"])
         if not res:
             continue
-        times = sorted(res["times"])
+        times = res["times"]
         rows.append({"key": r["key"], "label": r["label"], "runs": len(times),
-                     "median_s": median(times),
-                     "p90_s": times[min(len(times) - 1, int(len(times) * 0.9))]})
+                     "median_s": median(times), "p90_s": percentile(times, 90)})
     bw = next((r for r in rows if r["key"] == "bwrap"), None)
     for r in rows:
         if bw:

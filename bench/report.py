@@ -200,8 +200,11 @@ def section_launch(out, launch, targets):
                    f"corral rows in the order above, held {a['executions']} records after "
                    f"this part (database {a['db_bytes'] / 1e6:.1f} MB, WAL "
                    f"{a['wal_bytes'] / 1e6:.1f} MB). Compare the `--audit off` row: the "
-                   "rows after the default one run against a larger store.\n")
+                   "rows after the default one run against a larger store (and the spaced "
+                   "runs below against a larger one still).\n")
     sp = launch.get("spaced") or {}
+    if sp.get("error"):
+        out.append(f"The spaced launches (below in other runs) failed here: {sp['error']}\n")
     if sp.get("rows"):
         out.append(f"**Spaced like an agent's calls**: the same commands, one at a time, "
                    f"{sp['gap_ms']:g} ms apart (hyperfine's `--prepare "
@@ -247,7 +250,7 @@ def _hf_opts(cmd):
         if argv[i - 1] == "--export-json":
             continue
         opts.append(a)
-    return " ".join(opts)
+    return shlex.join(opts)
 
 
 def section_server(out, server, targets):

@@ -736,10 +736,10 @@ static _Noreturn void child_main(const struct launch *L)
 	 * the supervisor (a server's event loop) does not. The mount namespace is still a
 	 * copy of the host's, so the paths name the host's cgroup files. "0" is the writer;
 	 * on v1 the file is `tasks`, which skips that grace period (cgroup_join_paths). */
-	for (size_t i = 0; L->cg_join && i < L->n_cg_procs; i++) {
-		int fd = open(L->cg_procs[i], O_WRONLY | O_CLOEXEC);
+	for (size_t i = 0; L->cg_join && i < L->n_cg_join; i++) {
+		int fd = open(L->cg_join_paths[i], O_WRONLY | O_CLOEXEC);
 		if (fd < 0 || write(fd, "0", 1) != 1)
-			fail_on(CFD_REPORT, STEP_CGROUP, errno, -1, L->cg_procs[i]);
+			fail_on(CFD_REPORT, STEP_CGROUP, errno, -1, L->cg_join_paths[i]);
 		close(fd);
 	}
 	/* Joined only now: a cgroup namespace made at clone time would show the host's cgroup
@@ -1172,9 +1172,9 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.fd_ctl = p_ctl[1];
 
 	if (L.cg) {
-		L.n_cg_procs = cgroup_join_paths(L.cg, L.cg_procs, ARRAY_SIZE(L.cg_procs));
-		if (L.n_cg_procs == (size_t)-1) {
-			L.n_cg_procs = 0;
+		L.n_cg_join = cgroup_join_paths(L.cg, L.cg_join_paths, ARRAY_SIZE(L.cg_join_paths));
+		if (L.n_cg_join == (size_t)-1) {
+			L.n_cg_join = 0;
 			r = corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "cgroup", "out of memory");
 			goto fail;
 		}
@@ -1269,8 +1269,8 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	out->private_tmp = L.private_tmp;
 	out->held = L.held;
 	out->n_held = L.n_held;
-	for (size_t i = 0; i < L.n_cg_procs; i++)
-		free(L.cg_procs[i]);
+	for (size_t i = 0; i < L.n_cg_join; i++)
+		free(L.cg_join_paths[i]);
 	plan_free(&L);
 	return 0;
 
@@ -1300,8 +1300,8 @@ fail:
 		free(L.private_tmp);
 	}
 	plan_release_protected(L.held, L.n_held);
-	for (size_t i = 0; i < L.n_cg_procs; i++)
-		free(L.cg_procs[i]);
+	for (size_t i = 0; i < L.n_cg_join; i++)
+		free(L.cg_join_paths[i]);
 	plan_free(&L);
 	out->pid = -1;
 	return r;

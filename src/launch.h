@@ -37,8 +37,8 @@ struct launch {
 	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
 	bool cgroupns_late; /* v1: unshare the cgroup namespace after joining the cgroup */
 	bool cg_join;       /* not cloned into the cgroup: the child writes itself into these */
-	char *cg_procs[4];
-	size_t n_cg_procs;
+	char *cg_join_paths[4];
+	size_t n_cg_join;
 	bool dry_run;       /* explain only: no host side effects (placeholders, tmp, cgroup) */
 	bool key_only;      /* a dry run for a plan key (launch_plan_key): it also predicts what
 	                     * the host would decide (a placeholder that cannot be made, the

@@ -122,33 +122,30 @@ test_policy_protected_created_later() {
 test_policy_protected_no_placeholders_without_mountns() {
 	# Without a mount namespace nothing can hold a protected path read-only, so no
 	# placeholder (.bashrc, .vscode, .git, ...) may appear in the user's workspace, not even
-	# while the run lasts: the host's own listing, taken during the run, stays empty.
-	local tier listing during
-	during=$(mktemp /tmp/corral-during.XXXXXX)
-	for tier in none nolayer; do
-		if [ "$tier" = none ]; then
-			cr --mode none --audit off -c "ls -A '$WS'; sleep 0.3" >"$during" &
-		else
-			"$NOLAYER" userns -- "$CORRAL" run -w "$WS" --mode auto --audit off \
-				-c "sleep 0.3" &
-		fi
-		local bg=$!
-		sleep 0.15
+	# while the run lasts: the host's own listing, taken while the command runs (its process
+	# is there, so the setup is done), stays empty.
+	local tier listing mark bg
+	for tier in none nolayer default; do
+		mark="corral-ph-$tier-$RANDOM$RANDOM"
+		case $tier in
+		none) cr --mode none --audit off -- bash -c "exec -a $mark sleep 5" & ;;
+		nolayer) "$NOLAYER" userns -- "$CORRAL" run -w "$WS" --mode auto --audit off \
+			-- bash -c "exec -a $mark sleep 5" & ;;
+		default) cr --audit off -- bash -c "exec -a $mark sleep 5" & ;;
+		esac
+		bg=$!
+		await_procs "^$mark" 1 || fail "$tier: the command did not start"
 		listing=$(ls -A "$WS")
-		wait "$bg" || fail "$tier: the run failed"
-		assert_eq "$listing" "" "$tier: the workspace during the run"
+		pkill -f -- "^$mark"
+		wait "$bg"
+		if [ "$tier" = default ]; then
+			# control: with a mount namespace the placeholders are there while it runs
+			assert_contains "$listing" ".bashrc" "default: the placeholders during the run"
+		else
+			assert_eq "$listing" "" "$tier: the workspace during the run"
+		fi
 		assert_eq "$(ls -A "$WS")" "" "$tier: the workspace after the run"
 	done
-	assert_eq "$(cat "$during")" "" "mode none: the workspace as the command saw it"
-	rm -f "$during"
-	# control: with a mount namespace the placeholders are there while it runs
-	cr --audit off -c "sleep 0.3" &
-	local bg=$!
-	sleep 0.15
-	listing=$(ls -A "$WS")
-	wait "$bg"
-	assert_contains "$listing" ".bashrc" "default: the placeholders during the run"
-	assert_eq "$(ls -A "$WS")" "" "default: the workspace after the run"
 }
 
 test_policy_protected_custom_list() {
