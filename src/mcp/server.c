@@ -2247,6 +2247,16 @@ static void pipeline_respond(struct server *s, struct call *c,
 		if (out && *out)
 			fprintf(f, "--- stdout ---\n%s%s", out,
 			        out[strlen(out) - 1] == '\n' ? "" : "\n");
+		/* each stage's stderr, as the result carries it (redacted, UTF-8): where a
+		 * pipeline's error messages are, and a model often reads only this text */
+		json_t *stages = json_object_get(structured, "stages");
+		for (size_t i = 0; i < json_array_size(stages); i++) {
+			const char *e =
+			    json_string_value(json_object_get(json_array_get(stages, i), "stderr"));
+			if (e && *e)
+				fprintf(f, "--- stage %zu stderr ---\n%s%s", i + 1, e,
+				        e[strlen(e) - 1] == '\n' ? "" : "\n");
+		}
 		fclose(f);
 	}
 	json_t *res = json_object();

@@ -361,6 +361,12 @@ sc = r["structuredContent"]
 assert not r["isError"] and sc["stdout"] == "a\nb\n" and sc["exit_code"] == 0, r
 assert [st["exit_code"] for st in sc["stages"]] == [0, 0, 0] and sc["failed_stage"] is None, sc
 assert "stage 2 (sort): exit 0" in M.text_of(r), M.text_of(r)
+# each stage's stderr is in the text (a model often reads only that), in stage order
+r = s.call("run_pipeline", {"stages": [["sh", "-c", "echo out; echo warn-one >&2"],
+                                       ["sh", "-c", "cat; echo 'grep: nope: No such file' >&2; exit 2"]]})
+t = M.text_of(r)
+assert r["isError"] and "--- stage 1 stderr ---\nwarn-one\n--- stage 2 stderr ---\ngrep: nope: No such file\n" in t, t
+assert "--- stdout ---\nout\n" in t, t
 # a failing middle stage: pipefail status, the upstream stage torn down, nothing survives
 r = s.call("run_pipeline", {"stages": [["sh", "-c", "exec sleep 300", mark], ["sh", "-c", "exit 3"],
                                        ["cat"]], "timeout_s": 20})
