@@ -728,7 +728,9 @@ static _Noreturn void child_main(const struct launch *L)
 	 * mounts need the mapped ids, and limits must hold before anything runs. */
 	if (read(CFD_SYNC, &c, 1) != 1)
 		_exit(125);
-	if (!L->cfg->park)
+	/* (still needed: a parked sandbox's command comes this way, and deferred placeholders'
+	 * go before the protected binds) */
+	if (!L->cfg->park && !L->n_ph_pending)
 		close(CFD_SYNC);
 	/* Not cloned into our cgroup (v1, or no CLONE_INTO_CGROUP): join it now, before
 	 * anything else runs. Done here rather than by the parent, because a v1 migration
@@ -756,7 +758,9 @@ static _Noreturn void child_main(const struct launch *L)
 	 * pivot_root also ends any path back to the host root. */
 	if (L->mountns) {
 		int notes = 0;
-		r = mount_setup_child(&L->mounts, &detail, &notes);
+		r = mount_setup_child(&L->mounts, L->n_ph_pending ? CFD_SYNC : -1, &detail, &notes);
+		if (L->n_ph_pending && !L->cfg->park)
+			close(CFD_SYNC);
 		if (notes)
 			child_report(CFD_REPORT, REPORT_NOTE, STEP_MOUNT, 0, notes, 0);
 		if (r < 0)
@@ -1241,6 +1245,23 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	if (write(p_sync[1], "x", 1) != 1) {
 		r = corral_set_error(err, CORRAL_ESYS, errno, "sync", "sync: %s", strerror(errno));
 		goto fail_kill;
+	}
+	/* The child builds its mount tree now; the placeholders it binds last are made
+	 * meanwhile, and 'p' lets it go on to them. */
+	if (L.n_ph_pending) {
+		if ((r = plan_make_pending(&L, err)) < 0)
+			goto fail_kill;
+		/* A child that failed before (its report says why) has closed the pipe: no
+		 * SIGPIPE for the caller. */
+		sigset_t pipe_set, old_set;
+		sigemptyset(&pipe_set);
+		sigaddset(&pipe_set, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+		if (write(p_sync[1], "p", 1) != 1) {
+			struct timespec zero = {0, 0};
+			sigtimedwait(&pipe_set, NULL, &zero);
+		}
+		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 	}
 
 	close(p_sync[0]);

@@ -45,6 +45,16 @@ struct launch {
 	                     * cgroup as this process's last attempt had it) */
 	bool in_cg;         /* the run is in a cgroup (planned so, for a plan key) */
 	bool cg_no_cpu;     /* ... made without the CPU share it asked for (mode auto) */
+	/* One-shot runs make their missing protected paths' placeholders while the child
+	 * builds its mount tree (plan_make_pending, after the clone), not before: the plan
+	 * lists them as protected, and the child waits before its first protected bind. */
+	bool ph_defer;
+	struct ph_pending {
+		char *path, *origin;
+		bool is_dir;
+		int how;
+	} * ph_pending;
+	size_t n_ph_pending;
 };
 
 /* plan.c: decide the layers for this run and record them in res; fails when mode=required
@@ -61,6 +71,9 @@ void plan_argarea(uintptr_t *start, uintptr_t *end);
 /* Release the protected paths of a run: remove the placeholders it created that are still
  * empty and held by no other run, close the locks, free the list. */
 void plan_release_protected(struct placeholder *held, size_t n);
+/* plan.c: make and hold the placeholders the plan deferred (L->ph_defer). Each one must be
+ * held when this returns 0: the child binds over them next. <0 with err filled. */
+int plan_make_pending(struct launch *L, struct corral_error *err);
 /* plan.c: the protected set of the run (L->req.protect, L->req.pin); with L->dry_run set it
  * touches nothing on the host (policy check and explain use it that way). */
 int plan_protected_set(struct launch *L, struct corral_error *err);

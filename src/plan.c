@@ -659,6 +659,35 @@ static int note_dry_placeholder(struct launch *L, const char *path)
 	return 0;
 }
 
+static int note_pending(struct launch *L, const char *path, bool is_dir, int how,
+                        const char *origin)
+{
+	struct ph_pending *g = realloc(L->ph_pending, (L->n_ph_pending + 1) * sizeof(*g));
+	if (!g)
+		return -1;
+	L->ph_pending = g;
+	g += L->n_ph_pending;
+	*g = (struct ph_pending){strdup(path), strdup(origin ? origin : path), is_dir, how};
+	if (!g->path || !g->origin) {
+		free(g->path);
+		free(g->origin);
+		return -1;
+	}
+	L->n_ph_pending++;
+	return 0;
+}
+
+static void free_pending(struct launch *L)
+{
+	for (size_t i = 0; i < L->n_ph_pending; i++) {
+		free(L->ph_pending[i].path);
+		free(L->ph_pending[i].origin);
+	}
+	free(L->ph_pending);
+	L->ph_pending = NULL;
+	L->n_ph_pending = 0;
+}
+
 /* Open rel beneath the workspace without following a symlink anywhere on the way (the sandbox
  * may have planted them there): openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS. -1 with
  * errno (ELOOP or EXDEV: a symlink on the way, whatever it points at). */
@@ -751,33 +780,49 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 				return absent_errno(errno) ? 0 : uninspectable(err, parent, errno);
 			if (!S_ISDIR(pst.st_mode))
 				return 0;
-			if (L->dry_run) {
+			if (L->dry_run || L->ph_defer) {
 				/* a plan key predicts the outcome below: where the placeholder
-				 * could not be made, the real plan has no mount for it */
-				if (L->key_only && faccessat(AT_FDCWD, parent, W_OK | X_OK,
-				                             AT_EACCESS) < 0) {
+				 * could not be made, the real plan has no mount for it; so does a
+				 * one-shot run that makes it later (plan_make_pending) */
+				if ((L->key_only || L->ph_defer) &&
+				    faccessat(AT_FDCWD, parent, W_OK | X_OK, AT_EACCESS) < 0) {
 					if ((errno == EACCES || errno == EPERM) &&
 					    pst.st_uid == geteuid())
 						return uninspectable(err, parent, errno);
 					return 0;
 				}
-				if (note_dry_placeholder(L, path) < 0)
+				if (L->ph_defer ? note_pending(L, path, is_dir, how, origin) < 0
+				                : note_dry_placeholder(L, path) < 0)
 					return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "policy",
 					                        "out of memory");
 				return 1;
 			}
-			int r = is_dir ? mkdir(path, 0755)
-			               : close(open(path,
-			                            O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
-			                            0644));
+			int r;
+			if (is_dir) {
+				r = mkdir(path, 0755);
+			} else { /* (close(open(...)) would report close's EBADF, not open's error)
+				  */
+				int nfd =
+				    open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+				         0644);
+				r = nfd < 0 ? -1 : close(nfd);
+			}
 			/* EEXIST: a concurrent run made it first; share it. A parent we cannot
 			 * write: if it is ours, the sandbox (same owner) could chmod it back and
 			 * create the path, so refuse; another owner's or a read-only file system's
-			 * parent stops the sandbox as it stops us. */
+			 * parent stops the sandbox as it stops us. Anything else (out of
+			 * descriptors, of space) is this launch's trouble, not the sandbox's
+			 * limit: an error, not a path left unbound. */
 			if (r < 0 && errno != EEXIST) {
-				if ((errno == EACCES || errno == EPERM) && pst.st_uid == geteuid())
-					return uninspectable(err, parent, errno);
-				return 0;
+				int e = errno;
+				if ((e == EACCES || e == EPERM) && pst.st_uid == geteuid())
+					return uninspectable(err, parent, e);
+				if (e == EACCES || e == EPERM || e == EROFS)
+					return 0;
+				return corral_set_error(err, CORRAL_ESYS, e, "policy",
+				                        "policy: cannot make the placeholder for "
+				                        "protected path %s: %s",
+				                        path, strerror(e));
 			}
 			created = r == 0;
 		}
@@ -1444,6 +1489,28 @@ void plan_release_protected(struct placeholder *held, size_t n)
 	free(held);
 }
 
+int plan_make_pending(struct launch *L, struct corral_error *err)
+{
+	int r = 0;
+	L->ph_defer = false; /* protect_one makes them now */
+	for (size_t i = 0; i < L->n_ph_pending && r >= 0; i++) {
+		const struct ph_pending *q = &L->ph_pending[i];
+		r = protect_one(L, q->path, q->is_dir, q->how, q->origin, err);
+		/* The plan binds it read-only, and the child skips a bind whose source is
+		 * missing: a path the plan counted on but that cannot be held now (its parent
+		 * went or turned read-only since) fails the run rather than leave it writable. */
+		if (r == 0)
+			r = corral_set_error(
+			    err, CORRAL_ESETUP, 0, "policy",
+			    "policy: cannot make the placeholder for protected path "
+			    "%s (from %s): its directory changed during the launch; "
+			    "try again",
+			    q->path, q->origin);
+	}
+	free_pending(L);
+	return r < 0 ? r : 0;
+}
+
 static int prepare_paths(struct launch *L, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
@@ -1676,6 +1743,8 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 	/* (a parked sandbox's argv is a stand-in: each call's own plan key runs its preflight) */
 	if (!L->dry_run && !cfg->park && (r = policy_preflight(cfg, err)) < 0)
 		return r;
+	/* A parked sandbox's key names its placeholders' inodes: made before, as before. */
+	L->ph_defer = !L->dry_run && !cfg->park && L->mountns;
 	if ((r = prepare_paths(L, err)) < 0)
 		return r;
 	if ((r = mount_plan_build(&L->mounts, &L->req, err)) < 0)
@@ -1718,6 +1787,8 @@ int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 	}
 	L->n_held = kept;
 	plan_release_protected(made, n_made);
+	free_pending(L);
+	L->ph_defer = false;
 	/* RLIMIT_NPROC would now count every process of the host user: the default process
 	 * limit does not apply without a user namespace (an explicit one still does). */
 	const struct corral_config *cfg = L->cfg;
@@ -1738,6 +1809,7 @@ int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 
 void plan_free(struct launch *L)
 {
+	free_pending(L);
 	mount_plan_free(&L->mounts);
 	free(L->ll_rules);
 	free_strv(L->ll_owned, L->n_ll_owned);

@@ -64,6 +64,8 @@ int cli_parse_retention(const char *flag, const char *arg, uint64_t *out);
 /* run.c: record a run in the audit store (o->audit); a failure is a warning on stderr. */
 void run_audit(const corral_config *cfg, const struct run_opts *o, const struct corral_result *res,
                int64_t started_ms, bool cancelled);
+void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_opts *o,
+                  const struct corral_result *res, int64_t started_ms, bool cancelled);
 
 /* pipe.c: corral run --pipe. Check the stages against the rest of the command line (command:
  * the COMMAND given, or NULL); 0 or an exit code after a message. */

@@ -301,7 +301,9 @@ static bool cancelled_by_signal;
 
 /* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
  * grace, so that Ctrl-C still ends in a result. */
-static struct corral_result *run_with_signals(const corral_config *cfg, struct corral_error *err)
+static struct corral_result *run_with_signals(const corral_config *cfg, const struct run_opts *o,
+                                              struct audit **store, bool *store_tried,
+                                              struct corral_error *err)
 {
 	sigset_t set, old;
 	sigemptyset(&set);
@@ -319,6 +321,12 @@ static struct corral_result *run_with_signals(const corral_config *cfg, struct c
 		/* corral_run describes the failure in a result of its own */
 		corral_run(cfg, &res, err);
 		return res;
+	}
+	/* The audit store is opened while the sandbox builds itself and runs (SQLite's open
+	 * reads the WAL into its index): off the launch's path on an idle second core. */
+	if (!(o->audit && !strcmp(o->audit, "off"))) {
+		*store = run_audit_open(o);
+		*store_tried = true;
 	}
 	struct pollfd pfd[2] = {{.fd = corral_proc_fd(p), .events = POLLIN},
 	                        {.fd = sfd, .events = POLLIN}};
@@ -366,8 +374,14 @@ void run_audit(const corral_config *cfg, const struct run_opts *o, const struct 
 {
 	if (o->audit && !strcmp(o->audit, "off"))
 		return;
+	run_audit_to(run_audit_open(o), cfg, o, res, started_ms, cancelled);
+}
+
+/* The same into a store opened already (NULL: it could not be, and that was said); closes it. */
+void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_opts *o,
+                  const struct corral_result *res, int64_t started_ms, bool cancelled)
+{
 	struct corral_error err = {0};
-	struct audit *a = run_audit_open(o);
 	if (!a)
 		return;
 	char hash[65];
@@ -556,7 +570,13 @@ int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	struct timespec t0;
 	clock_gettime(CLOCK_REALTIME, &t0);
-	struct corral_result *res = run_with_signals(cfg, &err);
+	struct audit *store = NULL;
+	bool store_tried = false;
+	struct corral_result *res = run_with_signals(cfg, &o, &store, &store_tried, &err);
+	if (!res && store) {
+		audit_close(store); /* no result to record */
+		store = NULL;
+	}
 	int code = EXIT_CORRAL_FAILED;
 	if (res) {
 		code = run_exit_code(res);
@@ -566,8 +586,12 @@ int cmd_run(int argc, char **argv)
 				cli_error("warning: Landlock is unavailable, so the command allow-list "
 				          "was checked for the top-level command only (preflight), not at "
 				          "every execve; use --mode required to refuse such runs");
-		run_audit(cfg, &o, res, (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000,
-		          cancelled_by_signal);
+		int64_t started = (int64_t)t0.tv_sec * 1000 + t0.tv_nsec / 1000000;
+		if (store_tried)
+			run_audit_to(store, cfg, &o, res, started, cancelled_by_signal);
+		else
+			run_audit(cfg, &o, res, started, cancelled_by_signal);
+		store = NULL;
 		if (o.json) {
 			char *json = NULL;
 			if (corral_result_to_json(res, &json, &err) == 0) {

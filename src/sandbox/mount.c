@@ -270,6 +270,7 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 		goto oom;
 	/* Protected paths: read-only over themselves. Landlock does not mirror these (it cannot
 	 * take a right away beneath a tree that has it); the read-only mount is the layer. */
+	plan->protect_op = plan->n_ops;
 	for (size_t i = 0; i < req->n_protect; i++) {
 		if (plan_add(plan, &cap, MOP_BIND_RO, req->protect[i], req->protect[i], 1, 0, 0) < 0)
 			goto oom;
@@ -639,7 +640,7 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 	return -EINVAL;
 }
 
-int mount_setup_child(const struct mount_plan *plan, int *failed_op, int *notes)
+int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op, int *notes)
 {
 	*failed_op = -1;
 	*notes = 0;
@@ -669,6 +670,18 @@ int mount_setup_child(const struct mount_plan *plan, int *failed_op, int *notes)
 	if (rootfd < 0)
 		return rootfd;
 	for (size_t i = 0; i < plan->n_ops; i++) {
+		/* The supervisor makes the placeholders meanwhile: 'p' when they are there. */
+		if (i == plan->protect_op && wait_fd >= 0) {
+			char c = 0;
+			ssize_t n;
+			while ((n = read(wait_fd, &c, 1)) < 0 && errno == EINTR)
+				;
+			if (n != 1 || c != 'p') {
+				*failed_op = (int)i;
+				close(rootfd);
+				return -ECANCELED;
+			}
+		}
 		int r = do_op(&plan->ops[i], rootfd, plan, notes);
 		if (r < 0) {
 			*failed_op = (int)i;

@@ -56,6 +56,7 @@ struct mount_op {
 struct mount_plan {
 	struct mount_op *ops;
 	size_t n_ops;
+	size_t protect_op; /* the first protected path's bind (mount_setup_child's wait_fd) */
 	const char *cwd;   /* absolute cwd inside the sandbox */
 	int proc_fallback; /* a fresh /proc refused (nested container): bind the outer one */
 	/* Scratch buffers for the child (preallocated by mount_plan_init; PATH_MAX each). */
@@ -95,7 +96,7 @@ void mount_plan_free(struct mount_plan *plan);
  * old root, chdir to plan->cwd. On failure *failed_op is the index of the failing op (or -1
  * for the root/pivot steps). */
 #define MOUNT_NOTE_OUTER_PROC 1 /* the outer /proc was bound read-only (proc_fallback) */
-int mount_setup_child(const struct mount_plan *plan, int *failed_op, int *notes);
+int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op, int *notes);
 
 /* ---- net.c ---------------------------------------------------------------------------- */
 
