@@ -1495,17 +1495,12 @@ int plan_make_pending(struct launch *L, struct corral_error *err)
 	L->ph_defer = false; /* protect_one makes them now */
 	for (size_t i = 0; i < L->n_ph_pending && r >= 0; i++) {
 		const struct ph_pending *q = &L->ph_pending[i];
+		/* 0, as before the clone: the host refused to make it where the sandbox could not
+		 * make it either (another owner's directory, a read-only file system, a parent
+		 * that is gone; a FUSE or LSM rule that access() did not predict); the child's
+		 * bind of a missing source is skipped then, as the plan's would have been. Any
+		 * other failure is an error and ends the launch. */
 		r = protect_one(L, q->path, q->is_dir, q->how, q->origin, err);
-		/* The plan binds it read-only, and the child skips a bind whose source is
-		 * missing: a path the plan counted on but that cannot be held now (its parent
-		 * went or turned read-only since) fails the run rather than leave it writable. */
-		if (r == 0)
-			r = corral_set_error(
-			    err, CORRAL_ESETUP, 0, "policy",
-			    "policy: cannot make the placeholder for protected path "
-			    "%s (from %s): its directory changed during the launch; "
-			    "try again",
-			    q->path, q->origin);
 	}
 	free_pending(L);
 	return r < 0 ? r : 0;
