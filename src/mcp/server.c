@@ -2137,7 +2137,12 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		json_object_set_new(v, "from_offset", json_integer((json_int_t)o.from_offset));
 		json_object_set_new(v, "next_offset", json_integer((json_int_t)o.next_offset));
 		json_object_set_new(v, "missed_bytes", json_integer((json_int_t)o.missed));
-		json_object_set_new(v, "more", json_boolean(o.next_offset < o.total_bytes));
+		/* against the total this answer reports (job_json reads the job again, and output
+		 * that arrived in between must not read as "no more" beside a larger total) */
+		json_int_t total = json_integer_value(json_object_get(v, "total_bytes"));
+		if (total < (json_int_t)o.total_bytes)
+			total = (json_int_t)o.total_bytes;
+		json_object_set_new(v, "more", json_boolean((json_int_t)o.next_offset < total));
 		corral_job_output_free(&o);
 		r->result = mcp_tool_json(v, false, s->version);
 		break;
