@@ -588,6 +588,37 @@ static bool cmd_ended(pid_t cmd)
 	return (flags & 0x4 /* PF_EXITING */) && threads == 1;
 }
 
+/* Whether a signal would end the command if it arrived now: SIGKILL, or one it neither
+ * blocks, ignores nor catches (every stop signal the init forwards ends a process by default).
+ * A command for which this held, and which still exited normally, was already exiting when
+ * the signal came: exit_group had begun, the kernel drops signals to such a process, and
+ * PF_EXITING (cmd_ended) is set only a little later. False when /proc cannot tell. */
+static bool sig_would_end(pid_t cmd, int sig)
+{
+	if (sig == SIGKILL)
+		return true;
+	char path[64], st[4096];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)cmd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = 0;
+	static const char *const masks[] = {"\nSigBlk:", "\nSigIgn:", "\nSigCgt:"};
+	for (size_t i = 0; i < ARRAY_SIZE(masks); i++) {
+		const char *m = strstr(st, masks[i]);
+		if (!m)
+			return false;
+		unsigned long long bits = strtoull(m + strlen(masks[i]), NULL, 16);
+		if (bits & (1ULL << (sig - 1)))
+			return false;
+	}
+	return true;
+}
+
 /* The init loop: signals stay blocked and are taken with sigwaitinfo, so there are no
  * handlers and no races; in a pid namespace the kernel also drops signals the sandbox sends
  * to its init unless they are blocked-and-waited for like these. */
@@ -616,6 +647,9 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 	 * taken lowest first, so a stop is handled before the SIGCHLD that came with it). The
 	 * EXIT report says so, and a timeout that fired as it ended is then not one. */
 	bool ended_first = false, stopped = false;
+	/* The first stop's signal would have ended the command had it still been running: a
+	 * normal exit after it is the command's own (see sig_would_end). */
+	bool stop_fatal = false;
 	while (!done) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
@@ -642,7 +676,10 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		} else if (sig == SIGIO) {
 			ctl_drain(L, cmd);
 		} else if (sig == SIGUSR1) {
-			ended_first |= !stopped && cmd_ended(cmd);
+			if (!stopped) {
+				ended_first = cmd_ended(cmd);
+				stop_fatal = true; /* SIGKILL */
+			}
 			stopped = true;
 			init_kill_all(L, cmd, &status);
 			int st;
@@ -652,7 +689,12 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 					status = st;
 			done = true;
 		} else {
-			ended_first |= !stopped && cmd_ended(cmd);
+			if (!stopped) {
+				ended_first = cmd_ended(cmd);
+				/* kill(-cmd) reaches the command only in its own group */
+				stop_fatal =
+				    !ended_first && getpgid(cmd) == cmd && sig_would_end(cmd, sig);
+			}
 			stopped = true;
 			kill(-cmd, sig);
 		}
@@ -664,8 +706,9 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 		;
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
-	struct report r = {
-	    .kind = REPORT_EXIT, .status = status, .detail = ended_first || !stopped};
+	struct report r = {.kind = REPORT_EXIT,
+	                   .status = status,
+	                   .detail = ended_first || !stopped || (stop_fatal && WIFEXITED(status))};
 	r.user_us = (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec;
 	r.sys_us = (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec;
 	r.maxrss_kb = ru.ru_maxrss;
