@@ -1128,8 +1128,9 @@ static bool userns_refused(int e)
 }
 
 /* After a refused clone while a bare user namespace can be made: which of the plan's other
- * namespaces the host refuses, each tried on its own in a throwaway child. */
-static bool refused_namespaces(const struct launch *L, char *out, size_t len)
+ * namespaces the host refuses, each tried on its own in a throwaway child. Returns their
+ * clone flags, and names them in out. */
+static int refused_namespaces(const struct launch *L, char *out, size_t len)
 {
 	static const struct {
 		int flag;
@@ -1139,8 +1140,9 @@ static bool refused_namespaces(const struct launch *L, char *out, size_t len)
 	          {CLONE_NEWUTS, "the UTS namespace"},     {CLONE_NEWCGROUP, "the cgroup namespace"}};
 	const bool want[] = {L->mountns, L->pidns, L->netns, L->ipcns, L->utsns, L->cgroupns};
 	size_t o = 0;
+	int refused = 0;
 	out[0] = 0;
-	for (size_t i = 0; i < ARRAY_SIZE(ns) && o < len; i++) {
+	for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
 		if (!want[i])
 			continue;
 		pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | ns[i].flag | SIGCHLD, NULL, NULL,
@@ -1152,10 +1154,30 @@ static bool refused_namespaces(const struct launch *L, char *out, size_t len)
 				;
 			continue;
 		}
-		o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", o ? ", " : "", ns[i].name,
-		                      strerror(errno));
+		refused |= ns[i].flag;
+		if (o < len)
+			o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", o ? ", " : "",
+			                      ns[i].name, strerror(errno));
 	}
-	return o > 0;
+	return refused;
+}
+
+/* mode auto, after the host refused the clone: the namespaces the sandbox can do without
+ * while keeping the rest (its own network, IPC, UTS and cgroup namespaces). Returns whether
+ * the plan now drops them (the caller clones again); false sends it down to the tier without
+ * namespaces: user namespaces themselves refused, or the mount or pid namespace, which the
+ * plan's file system view and process containment are built on. */
+static bool drop_refused(struct launch *L, struct corral_error *err, int *r)
+{
+	const int optional = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+	char why[300];
+	if (!userns_probe(why, sizeof(why)))
+		return false;
+	int refused = refused_namespaces(L, why, sizeof(why));
+	if (!refused || (refused & ~optional))
+		return false;
+	*r = plan_drop_some_namespaces(L, refused, why, err);
+	return true;
 }
 
 /* Signals blocked across the clone: the child must not run a handler of the caller's before
@@ -1243,10 +1265,19 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	/* (a parked sandbox is only built with its namespaces: see proc_park) */
 	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno) &&
 	    !cfg->park) {
-		/* No user namespaces here: fall down one tier and say so. */
-		if ((r = plan_drop_namespaces(&L, err)) < 0)
-			goto fail;
-		pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
+		/* The host refuses a namespace: without the ones it can do without if that
+		 * is all, else down to the tier without namespaces; either is recorded. */
+		r = 0;
+		if (drop_refused(&L, err, &r)) {
+			if (r < 0)
+				goto fail;
+			pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
+		}
+		if (pid < 0 && L.userns && userns_refused(clone_errno)) {
+			if ((r = plan_drop_namespaces(&L, err)) < 0)
+				goto fail;
+			pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
+		}
 	}
 	if (pid < 0) {
 		char why[300], which[300];
@@ -1254,7 +1285,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "userns",
 			                     "userns: %s", why);
 		} else if (L.userns && userns_refused(clone_errno) &&
-		           refused_namespaces(&L, which, sizeof(which))) {
+		           refused_namespaces(&L, which, sizeof(which)) != 0) {
 			/* user namespaces work: another namespace is what the host refuses */
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "clone",
 			                     "clone: the host refuses %s although user namespaces work; "

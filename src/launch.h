@@ -55,6 +55,9 @@ struct launch {
 		int how;
 	} * ph_pending;
 	size_t n_ph_pending;
+	/* mode auto: the namespaces the host refused, which the run goes on without (the
+	 * others kept; plan_drop_some_namespaces), as the isolation record names them */
+	char ns_refused[200];
 };
 
 /* plan.c: decide the layers for this run and record them in res; fails when mode=required
@@ -65,6 +68,10 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 int plan_prepare(struct launch *L, struct corral_result *res, struct corral_error *err);
 /* plan.c: rebuild what depends on the namespace tier after falling back to no userns. */
 int plan_drop_namespaces(struct launch *L, struct corral_error *err);
+/* mode auto: go on without some of the namespaces (CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
+ * CLONE_NEWCGROUP in flags) that the host refuses (why names them), keeping the others. */
+int plan_drop_some_namespaces(struct launch *L, int flags, const char *why,
+                              struct corral_error *err);
 void plan_record_layers(const struct launch *L, struct corral_result *res);
 void plan_free(struct launch *L);
 void plan_argarea(uintptr_t *start, uintptr_t *end);

@@ -220,6 +220,8 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	if (L->cfg->mode == CORRAL_MODE_NONE)
 		return;
 	const char *skip = "unavailable on this host (mode auto)";
+	/* what the host refused while the other namespaces stayed */
+	const char *refused = L->ns_refused[0] ? L->ns_refused : skip;
 	/* the limits as they now stand (plan_drop_namespaces rebuilds them after a fall back) */
 	if (L->rl.n)
 		record_rlimits(L, res);
@@ -233,17 +235,25 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
 	if (L->cfg->net == CORRAL_NET_HOST)
 		record(res, "netns", false, "host network (--net host)");
-	else
+	else if (!L->netns && L->ns_refused[0]) {
+		char nd[300];
+		snprintf(nd, sizeof(nd), "host network shared: %s; %s",
+		         L->landlock && L->ll.deny_tcp && L->ll.abi >= 4
+		             ? "TCP denied by Landlock, UDP and other protocols NOT contained"
+		             : "NOT contained",
+		         L->ns_refused);
+		record(res, "netns", false, nd);
+	} else
 		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
-	record(res, "ipcns", L->ipcns, L->ipcns ? "private" : skip);
-	record(res, "utsns", L->utsns, L->utsns ? "hostname corral" : skip);
-	record(res, "cgroupns", L->cgroupns, L->cgroupns ? "private" : skip);
+	record(res, "ipcns", L->ipcns, L->ipcns ? "private" : refused);
+	record(res, "utsns", L->utsns, L->utsns ? "hostname corral" : refused);
+	record(res, "cgroupns", L->cgroupns, L->cgroupns ? "private" : refused);
 	char d[200];
 	if (L->landlock)
 		snprintf(d, sizeof(d), "abi %d%s%s%s", L->ll.abi,
 		         L->ll.deny_tcp && L->ll.abi >= 4 ? ", tcp denied" : "",
 		         L->ll.abi >= 6 ? ", abstract unix and signals scoped"
-		         : L->cfg->net == CORRAL_NET_HOST || !L->pidns
+		         : !L->netns || !L->pidns
 		             ? ", abstract unix and signals NOT scoped (needs abi 6)"
 		             : "",
 		         L->mountns ? ""
@@ -1764,8 +1774,29 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 	return 0;
 }
 
+int plan_drop_some_namespaces(struct launch *L, int flags, const char *why,
+                              struct corral_error *err)
+{
+	snprintf(L->ns_refused, sizeof(L->ns_refused), "refused by the host: %s (mode auto)", why);
+	if (flags & CLONE_NEWIPC)
+		L->ipcns = false;
+	if (flags & CLONE_NEWUTS)
+		L->utsns = false;
+	if (flags & CLONE_NEWCGROUP)
+		L->cgroupns = L->cgroupns_late = false;
+	if (flags & CLONE_NEWNET) {
+		/* Landlock now keeps TCP off the host's network (build_landlock's deny_tcp) */
+		L->netns = false;
+		if (L->landlock && build_landlock(L) < 0)
+			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock",
+			                        "out of memory");
+	}
+	return 0;
+}
+
 int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 {
+	L->ns_refused[0] = 0;
 	L->userns = L->mountns = L->pidns = L->netns = L->ipcns = L->utsns = L->cgroupns = false;
 	/* No placeholder without a mount namespace (protect_one): the ones made for the first
 	 * attempt are removed now, not after the run. The rest stays held, the watched git

@@ -7,6 +7,10 @@
  *             (what Ubuntu's AppArmor restriction or user.max_user_namespaces=0 look like)
  *   clone3    clone3 -> ENOSYS, clone untouched (a kernel before 5.3, or the seccomp profile
  *             of an older container runtime): namespaces must still come, through clone
+ *   netns, ipcns, utsns
+ *             clone/unshare with that namespace's flag -> EPERM, clone3 -> ENOSYS (a
+ *             container runtime's seccomp profile, or user.max_net_namespaces=0): user
+ *             namespaces work, that one namespace does not
  *   landlock  landlock_create_ruleset -> ENOSYS (an old kernel, or landlock not in lsm=)
  *   seccomp   seccomp(SECCOMP_SET_MODE_FILTER) and prctl(PR_SET_SECCOMP) -> EINVAL
  *             (a kernel without CONFIG_SECCOMP_FILTER)
@@ -26,7 +30,10 @@
 int main(int argc, char **argv)
 {
 	if (argc < 4 || strcmp(argv[2], "--")) {
-		fprintf(stderr, "usage: nolayer userns,clone3,landlock,seccomp -- COMMAND [ARG...]\n");
+		fprintf(
+		    stderr,
+		    "usage: nolayer userns,clone3,netns,ipcns,utsns,landlock,seccomp -- COMMAND "
+		    "[ARG...]\n");
 		return 2;
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -40,6 +47,16 @@ int main(int argc, char **argv)
 			                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 			                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+		} else if (!strcmp(tok, "netns") || !strcmp(tok, "ipcns") ||
+		           !strcmp(tok, "utsns")) {
+			unsigned long f = tok[0] == 'n'   ? CLONE_NEWNET
+			                  : tok[0] == 'i' ? CLONE_NEWIPC
+			                                  : CLONE_NEWUTS;
+			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+			                      SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
+			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			                      SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 		} else if (!strcmp(tok, "clone3")) {
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);

@@ -391,5 +391,57 @@ test_escape_cli_fallback_test_hooks_ignored_when_secure() {
 	assert_contains "$(grep '^ *landlock ' <<<"$out")" "abi $abi" "the ABI cap in an AT_SECURE process"
 }
 
+# A host that refuses one namespace while user namespaces work (a container runtime's seccomp
+# profile, user.max_net_namespaces=0): required names it and runs nothing; auto goes on
+# without that namespace and keeps the others, rather than dropping to the tier without
+# namespaces. Host-side: the mount namespace still holds a protected path read-only (the
+# no-namespace tier cannot), the host process and the canary file are untouched, and
+# Landlock keeps TCP off the host's loopback (the canary listener saw nothing).
+escape_case_fallback_netns_refused_auto_keeps_the_rest() {
+	esc_probe
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
+	local out err rc l cfg_h
+	esc_host_sleeper "corraliso$RANDOM$RANDOM" 30
+	mkdir -p "$WS/.git/hooks"
+	echo "[core]" >"$WS/.git/config"
+	cfg_h=$(esc_hash "$WS/.git/config")
+	err=$(crn netns -- sh -c 'touch ran' 2>&1 >/dev/null)
+	rc=$?
+	assert_eq $rc 125 "required, with the network namespace refused ($err)"
+	assert_contains "$err" "the network namespace"
+	[ ! -e "$WS/ran" ] || fail "required ran the command without its network namespace"
+	out=$(crn netns --mode auto --json -c "echo pwn >> .git/config; touch .git/hooks/pre-commit;
+		./probe connect-tcp 127.0.0.1 $ESC_PORT; kill -9 $ESC_HOST_PID; echo pwn >> '$ESC_CANARY';
+		cat /proc/1/comm; touch ran" 2>/dev/null)
+	assert_eq "$(jget mode <<<"$out")" auto
+	[ -e "$WS/ran" ] || fail "mode auto did not run the command: $out"
+	for l in userns mountns pidns ipcns utsns cgroupns landlock seccomp; do
+		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" true "isolation.$l.applied"
+	done
+	assert_eq "$(jget isolation.netns.applied <<<"$out")" false
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" "refused by the host: the network namespace"
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" "UDP and other protocols NOT contained"
+	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "tcp denied"
+	# the probe's connect was refused by Landlock, and pid 1 is the sandbox's own init
+	assert_eq "$(jget stdout <<<"$out")" $'errno=EACCES\ncorral-init' "the probe's answer, then pid 1's name"
+	assert_eq "$(esc_hash "$WS/.git/config")" "$cfg_h" "a protected path with the network namespace refused"
+	[ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a hook was planted with the network namespace refused"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary with the network namespace refused"
+	kill -0 "$ESC_HOST_PID" 2>/dev/null || fail "the sandbox killed a host process"
+	assert_canary_unchanged "network namespace refused"
+	# IPC and UTS refused: each recorded, the network namespace kept
+	rm -f "$WS/ran"
+	out=$(crn ipcns,utsns --mode auto --json -- sh -c 'hostname; touch ran' 2>/dev/null)
+	[ -e "$WS/ran" ] || fail "mode auto did not run the command: $out"
+	assert_eq "$(jget isolation.netns.applied <<<"$out")" true
+	assert_eq "$(jget isolation.mountns.applied <<<"$out")" true
+	for l in ipcns utsns; do
+		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" false "isolation.$l.applied"
+		assert_contains "$(jget "isolation.$l.detail" <<<"$out")" "refused by the host"
+	done
+	assert_eq "$(jget stdout <<<"$out")" "$(hostname)" "the host's name without a UTS namespace"
+}
+
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).
 if declare -F esc_register >/dev/null; then esc_register; fi
