@@ -515,6 +515,27 @@ static void query_exec(const struct corral_config *cfg, const char *target, stru
 		snprintf(a->reason, sizeof(a->reason), "%s is not on the command allow-list", target);
 }
 
+/* Mode none: no Landlock holds the command rules at execve, and every file is visible; only
+ * the preflight of the top-level command applies. */
+static void query_exec_none(const struct corral_config *cfg, const char *target, struct answer *a)
+{
+	struct exec_decision d;
+	policy_decide_exec(cfg, target, &d);
+	a->allowed = d.allowed && d.found;
+	snprintf(a->rule, sizeof(a->rule), "mode none, %s%s%s", d.list, d.rule ? " " : "",
+	         d.rule ? d.rule->match : "");
+	if (!d.found)
+		snprintf(a->reason, sizeof(a->reason), "%.2048s is not found in the PATH", target);
+	else if (!d.allowed)
+		snprintf(a->reason, sizeof(a->reason), "%.2048s",
+		         d.rule && d.rule->reason ? d.rule->reason
+		                                  : "not on the command allow-list");
+	else
+		snprintf(a->reason, sizeof(a->reason),
+		         "mode none applies no isolation: the command rules are checked for the "
+		         "top-level command only, not for what it runs");
+}
+
 static void query_connect(const struct corral_config *cfg, const char *target, struct answer *a)
 {
 	if (cfg->net == CORRAL_NET_HOST) {
@@ -549,10 +570,27 @@ int corral_policy_query(const corral_config *cfg, const char *op, const char *ta
 		                        "policy: the target is empty or too long");
 	struct answer a;
 	memset(&a, 0, sizeof(a));
-	if (!strcmp(op, "read"))
+	bool known = !strcmp(op, "read") || !strcmp(op, "write") || !strcmp(op, "exec") ||
+	             !strcmp(op, "connect");
+	if (known && cfg->mode == CORRAL_MODE_NONE && strcmp(op, "exec")) {
+		/* nothing isolates the command: the answer is the host's, not the policy's */
+		a.allowed = true;
+		snprintf(a.rule, sizeof(a.rule), "mode none");
+		snprintf(
+		    a.reason, sizeof(a.reason),
+		    "mode none applies no isolation: the command %s %.2048s with the caller's own "
+		    "access (host permissions decide); the policy's filesystem and network rules "
+		    "are not enforced",
+		    !strcmp(op, "connect") ? "reaches"
+		    : !strcmp(op, "read")  ? "reads"
+		                           : "writes",
+		    target);
+	} else if (!strcmp(op, "read"))
 		query_path(cfg, false, target, &a);
 	else if (!strcmp(op, "write"))
 		query_path(cfg, true, target, &a);
+	else if (!strcmp(op, "exec") && cfg->mode == CORRAL_MODE_NONE)
+		query_exec_none(cfg, target, &a);
 	else if (!strcmp(op, "exec"))
 		query_exec(cfg, target, &a);
 	else if (!strcmp(op, "connect"))

@@ -766,6 +766,46 @@ test_policy_check_query() {
 	assert_eq "$(jget allowed <<<"$out")" true
 }
 
+test_policy_check_mode_none_agrees_with_the_run() {
+	# mode none isolates nothing: policy check (and can_i, the same code) must not answer
+	# "read-only" or "hidden" for what the run then changes; a command rule still holds at
+	# preflight, and the answer says so. Host-side: the files the answers call writable are
+	# written by the run, the denied command never ran.
+	local out p="$WS/../none.$$.json"
+	cat >"$p" <<'J'
+{"mode": "none", "filesystem": {"deny": ["hidden"]},
+ "commands": {"deny": [{"match": "touch", "reason": "no touching"}]}}
+J
+	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --write .mcp.json --json)
+	assert_eq $? 0 "policy check --write .mcp.json in mode none"
+	assert_eq "$(jget rule <<<"$out")" "mode none"
+	assert_contains "$(jget reason <<<"$out")" "not enforced"
+	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --write hidden/x --json)
+	assert_eq "$(jget allowed <<<"$out")" true "a filesystem.deny path in mode none"
+	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --net 192.0.2.1:80 --json)
+	assert_eq "$(jget allowed <<<"$out")" true "the network in mode none"
+	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --exec touch --json)
+	assert_eq $? 1 "policy check --exec touch (commands.deny) in mode none"
+	assert_contains "$(jget rule <<<"$out")" "mode none, commands.deny"
+	assert_eq "$(jget reason <<<"$out")" "no touching"
+	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --exec sh --json)
+	assert_eq $? 0
+	assert_contains "$(jget reason <<<"$out")" "top-level command only"
+	# the runs agree
+	mkdir -p "$WS/hidden"
+	"$CORRAL" run -w "$WS" --profile "$p" --audit off -- sh -c 'echo in > .mcp.json; echo in > hidden/x' >/dev/null 2>&1
+	assert_eq $? 0
+	assert_eq "$(cat "$WS/.mcp.json")" in "the run wrote the path the answer called writable"
+	assert_eq "$(cat "$WS/hidden/x")" in "the run wrote the denied path in mode none"
+	"$CORRAL" run -w "$WS" --profile "$p" --audit off -- touch "$WS/ran" >/dev/null 2>&1
+	assert_eq $? 126 "a commands.deny command in mode none"
+	[ ! -e "$WS/ran" ] || fail "the denied command ran in mode none"
+	# control: the same questions under the default profile are refused
+	out=$("$CORRAL" policy check -w "$WS" --write .mcp.json --json)
+	assert_eq $? 1 "control: .mcp.json under the default profile"
+	rm -f "$p"
+}
+
 test_policy_check_exec_hidden_binary() {
 	# the exec query resolves the command the way the sandbox would: through its PATH, past
 	# files it cannot see; a hidden binary is denied, naming the rule, and the run agrees
