@@ -129,19 +129,11 @@ def main():
             run.append(row)
         rows.append(row)
 
-    export = os.path.join(RESULTS, "hyperfine-launch.json")
-    hf = ["hyperfine", "-N", "--style", "basic",
-          "--warmup", "3" if QUICK else "10",
-          "--min-runs", "10" if QUICK else "30",
-          "--max-runs", "200" if QUICK else "2000",
-          "--export-json", export]
-    for r in run:
-        hf += ["-n", r["key"], r["command"]]
-    log("launch: " + " ".join(hf[:12]) + " ...")
-    subprocess.run(hf, cwd=ws, check=True, stdout=sys.stderr)
-    with open(export) as f:
-        data = json.load(f)
-    by_name = {r["command"]: r for r in data["results"]}
+    hf, by_name = run_hyperfine(
+        "launch", run, ws, "hyperfine-launch.json",
+        ["--warmup", "3" if QUICK else "10",
+         "--min-runs", "10" if QUICK else "30",
+         "--max-runs", "200" if QUICK else "2000"])
     for r in run:
         res = by_name.get(r["key"])
         if not res:
@@ -186,18 +178,10 @@ GAP_MS = float(os.environ.get("BENCH_SPACED_GAP_MS", "20"))
 def spaced_run(run, ws):
     if not run:
         return [], None
-    export = os.path.join(RESULTS, "hyperfine-launch-spaced.json")
-    hf = ["hyperfine", "-N", "--style", "basic", "--warmup", "3",
-          "--runs", "30" if QUICK else "150",
-          "--prepare", f"sleep {GAP_MS / 1000:g}",
-          "--export-json", export]
-    for r in run:
-        hf += ["-n", r["key"], r["command"]]
-    log("launch (spaced): " + " ".join(hf[:12]) + " ...")
-    subprocess.run(hf, cwd=ws, check=True, stdout=sys.stderr)
-    with open(export) as f:
-        data = json.load(f)
-    by_name = {r["command"]: r for r in data["results"]}
+    hf, by_name = run_hyperfine(
+        "launch (spaced)", run, ws, "hyperfine-launch-spaced.json",
+        ["--warmup", "3", "--runs", "30" if QUICK else "150",
+         "--prepare", f"sleep {GAP_MS / 1000:g}"])
     rows = []
     for r in run:
         res = by_name.get(r["key"])
@@ -211,6 +195,20 @@ def spaced_run(run, ws):
         if bw:
             r["ratio_to_bwrap"] = r["median_s"] / bw["median_s"]
     return rows, shlex.join(hf)
+
+
+def run_hyperfine(what, run, ws, export_name, opts):
+    """One hyperfine run over the rows in run (each named by its key), from the workspace.
+    Returns the command line and hyperfine's results by row key."""
+    export = os.path.join(RESULTS, export_name)
+    hf = ["hyperfine", "-N", "--style", "basic"] + opts + ["--export-json", export]
+    for r in run:
+        hf += ["-n", r["key"], r["command"]]
+    log(f"{what}: " + " ".join(hf[:12]) + " ...")
+    subprocess.run(hf, cwd=ws, check=True, stdout=sys.stderr)
+    with open(export) as f:
+        data = json.load(f)
+    return hf, {r["command"]: r for r in data["results"]}
 
 
 if __name__ == "__main__":
