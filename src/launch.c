@@ -588,16 +588,29 @@ static bool cmd_ended(pid_t cmd)
 	return (flags & 0x4 /* PF_EXITING */) && threads == 1;
 }
 
-/* Whether a signal would end the command if it arrived now: SIGKILL, or one it neither
- * blocks, ignores nor catches (every stop signal the init forwards ends a process by default).
- * A command for which this held, and which still exited normally, was already exiting when
- * the signal came: exit_group had begun, the kernel drops signals to such a process, and
- * PF_EXITING (cmd_ended) is set only a little later. False when /proc cannot tell. */
+/* A "Name:\tvalue" line of a /proc status text, as a number in base; false when absent. */
+static bool status_field(const char *st, const char *name, int base, unsigned long long *v)
+{
+	const char *m = strstr(st, name);
+	if (!m)
+		return false;
+	*v = strtoull(m + strlen(name), NULL, base);
+	return true;
+}
+
+/* Whether a signal would end the command if it arrived now: SIGKILL, or one whose default
+ * action (every stop signal the init forwards ends a process by default) is sure to apply: a
+ * single thread, not traced, that neither blocks, ignores nor catches it, and is not waiting
+ * for it in sigwait/sigtimedwait (which unblocks it in SigBlk for the wait and then takes it
+ * as a value: tini and dumb-init wait like that). A command for which this held, and which
+ * still exited normally after the signal, was already exiting when it came: exit_group had
+ * begun, the kernel drops signals to such a process, and PF_EXITING (cmd_ended) is set only
+ * a little later. False whenever /proc cannot tell. */
 static bool sig_would_end(pid_t cmd, int sig)
 {
 	if (sig == SIGKILL)
 		return true;
-	char path[64], st[4096];
+	char path[64], st[8192];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)cmd);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -607,16 +620,28 @@ static bool sig_would_end(pid_t cmd, int sig)
 	if (n <= 0)
 		return false;
 	st[n] = 0;
+	unsigned long long v;
+	if (!status_field(st, "\nThreads:", 10, &v) || v != 1 ||
+	    !status_field(st, "\nTracerPid:", 10, &v) || v != 0)
+		return false;
 	static const char *const masks[] = {"\nSigBlk:", "\nSigIgn:", "\nSigCgt:"};
-	for (size_t i = 0; i < ARRAY_SIZE(masks); i++) {
-		const char *m = strstr(st, masks[i]);
-		if (!m)
+	for (size_t i = 0; i < ARRAY_SIZE(masks); i++)
+		if (!status_field(st, masks[i], 16, &v) || (v & (1ULL << (sig - 1))))
 			return false;
-		unsigned long long bits = strtoull(m + strlen(masks[i]), NULL, 16);
-		if (bits & (1ULL << (sig - 1)))
-			return false;
-	}
-	return true;
+	/* "NR args... sp pc" while in a system call, "running", or "-1 sp pc" */
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)cmd);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, st, 64);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = 0;
+	if (!strncmp(st, "running", 7))
+		return true;
+	char *end;
+	long nr = strtol(st, &end, 10);
+	return end != st && nr != SYS_rt_sigtimedwait;
 }
 
 /* The init loop: signals stay blocked and are taken with sigwaitinfo, so there are no

@@ -149,6 +149,26 @@ test_core_timeout_at_the_deadline_is_consistent() {
 	done
 }
 
+test_core_timeout_sigwait_command_timed_out() {
+	# A command that waits for SIGTERM as a value (sigwait, as tini and dumb-init do) and
+	# exits 0 when it comes: that exit answers the timeout's stop, so the run timed out. The
+	# wait unblocks SIGTERM in /proc's SigBlk, so a check of the masks alone would call the
+	# exit the command's own. Host-side: the command wrote that it took the signal.
+	local out i
+	for i in 1 2 3; do
+		rm -f "$WS/took"
+		out=$("$CORRAL" run -w "$WS" --audit off --json -t 0.3 --kill-after 2 -- python3 -c '
+import signal, sys
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
+s = signal.sigwait([signal.SIGTERM])
+open("took", "w").write(str(int(s)))
+sys.exit(0)')
+		assert_eq "$(cat "$WS/took" 2>/dev/null)" 15 "round $i: the command did not take SIGTERM: $out"
+		assert_eq "$(jget timed_out <<<"$out")" true "round $i: $out"
+		assert_eq "$(jget exit_code <<<"$out")" 0 "round $i"
+	done
+}
+
 test_core_refused_namespace_named() {
 	# A host that allows user namespaces but refuses another one the sandbox needs (here the
 	# network namespace, by a zero user.max_net_namespaces in a user namespace of the test's
