@@ -476,6 +476,10 @@ static int do_i386_getpid(char **a)
 
 /* Connect or bind an AF_INET/AF_INET6 socket to a numeric address (no resolver: the probe
  * is static and the sandbox may have no DNS). */
+/* The protocol argument of inet_call's socket(): 0 (TCP), or MPTCP, which Landlock's TCP
+ * rules do not cover, given to the system call as a full register (the kernel reads an int). */
+static long inet_proto;
+
 static int inet_call(const char *host, const char *port, int do_bind)
 {
 	struct sockaddr_storage ss;
@@ -497,7 +501,8 @@ static int inet_call(const char *host, const char *port, int do_bind)
 	}
 	if (usage_error || p > 65535)
 		return 2;
-	int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = (int)syscall(SYS_socket, (long)ss.ss_family, (long)(SOCK_STREAM | SOCK_CLOEXEC),
+	                      inet_proto);
 	if (fd < 0)
 		return fail(errno);
 	struct timeval tv = {.tv_sec = 5};
@@ -514,6 +519,24 @@ static int inet_call(const char *host, const char *port, int do_bind)
 
 static int do_connect_tcp(char **a)
 {
+	return inet_call(a[0], a[1], 0);
+}
+
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+/* MPTCP falls back to plain TCP when the peer does not speak it: a host listener counts it. */
+static int do_connect_mptcp(char **a)
+{
+	inet_proto = IPPROTO_MPTCP;
+	return inet_call(a[0], a[1], 0);
+}
+
+/* The same with bits above the int set in the register: a filter that compares all 64 bits
+ * would miss it, the kernel does not. */
+static int do_connect_mptcp_hi(char **a)
+{
+	inet_proto = (long)(IPPROTO_MPTCP | (1ULL << 32));
 	return inet_call(a[0], a[1], 0);
 }
 
@@ -1133,6 +1156,8 @@ static const struct subcommand {
     {"x32-getpid", 0, 0, do_x32_getpid, ""},
     {"i386-getpid", 0, 0, do_i386_getpid, ""},
     {"connect-tcp", 2, 2, do_connect_tcp, "HOST PORT"},
+    {"connect-mptcp", 2, 2, do_connect_mptcp, "HOST PORT"},
+    {"connect-mptcp-hi", 2, 2, do_connect_mptcp_hi, "HOST PORT"},
     {"bind-tcp", 1, 1, do_bind_tcp, "PORT"},
     {"connect-abstract", 1, 1, do_connect_abstract, "NAME"},
     {"connect-unix", 1, 1, do_connect_unix, "PATH"},

@@ -183,7 +183,24 @@ static int add_socket_rules(scmp_filter_ctx ctx, struct corral_error *err)
 			return rc;
 	}
 	struct scmp_arg_cmp above = SCMP_A0_64(SCMP_CMP_GT, (uint64_t)max);
-	return add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", __NR_socket, 1, &above, err);
+	int rc = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", __NR_socket, 1, &above, err);
+	if (rc < 0)
+		return rc;
+	/* MPTCP: Landlock's TCP rules (what keeps TCP off the host without a network namespace)
+	 * do not cover it, and it falls back to plain TCP with a peer that lacks it. Refused as
+	 * a kernel without MPTCP refuses it, so programs use TCP instead. The kernel reads the
+	 * protocol as an int: compare the low 32 bits only. (The family is compared whole: a
+	 * family with high bits set is above max, refused by the rule before.) */
+	static const int inet[] = {AF_INET, AF_INET6};
+	for (size_t i = 0; i < ARRAY_SIZE(inet); i++) {
+		struct scmp_arg_cmp mptcp[2] = {
+		    SCMP_A0_64(SCMP_CMP_EQ, (uint64_t)inet[i]),
+		    SCMP_A2_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, 262 /* IPPROTO_MPTCP */)};
+		if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket", __NR_socket, 2,
+		                   mptcp, err)) < 0)
+			return rc;
+	}
+	return 0;
 }
 
 /* TIOCSTI pushes bytes into a terminal's input queue: a sandboxed process that shares the

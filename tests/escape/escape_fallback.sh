@@ -129,8 +129,11 @@ escape_case_fallback_nouserns_auto_host_sockets_unreachable() {
 	local name="corral-iso-abs-$RANDOM$RANDOM" out
 	esc_abstract_canary "$name" "$ESC_C/abs"
 	out=$(crn userns --mode auto -c "./probe connect-unix '$ESC_C/docker.sock'; ./probe connect-abstract $name;
-		./probe connect-tcp 127.0.0.1 $ESC_PORT" 2>&1)
-	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary (no-namespace tier)"
+		./probe connect-tcp 127.0.0.1 $ESC_PORT; ./probe connect-mptcp 127.0.0.1 $ESC_PORT;
+		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT" 2>&1)
+	# MPTCP, which Landlock's TCP rules do not cover, is refused by seccomp
+	assert_contains "$out" $'errno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT'
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary (no-namespace tier; TCP and MPTCP)"
 	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary (no-namespace tier)"
 	assert_eq "$(esc_count "$ESC_C/unix")" 0 "host docker.sock reached from the no-namespace tier ($(tr '\n' ' ' <<<"$out"))"
 }
@@ -412,8 +415,9 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	assert_contains "$err" "the network namespace"
 	[ ! -e "$WS/ran" ] || fail "required ran the command without its network namespace"
 	out=$(crn netns --mode auto --json -c "echo pwn >> .git/config; touch .git/hooks/pre-commit;
-		./probe connect-tcp 127.0.0.1 $ESC_PORT; kill -9 $ESC_HOST_PID; echo pwn >> '$ESC_CANARY';
-		cat /proc/1/comm; touch ran" 2>/dev/null)
+		./probe connect-tcp 127.0.0.1 $ESC_PORT; ./probe connect-mptcp 127.0.0.1 $ESC_PORT;
+		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT; kill -9 $ESC_HOST_PID;
+		echo pwn >> '$ESC_CANARY'; cat /proc/1/comm; touch ran" 2>/dev/null)
 	assert_eq "$(jget mode <<<"$out")" auto
 	[ -e "$WS/ran" ] || fail "mode auto did not run the command: $out"
 	for l in userns mountns pidns ipcns utsns cgroupns landlock seccomp; do
@@ -423,13 +427,18 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" "refused by the host: the network namespace"
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" "UDP and other protocols NOT contained"
 	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "tcp denied"
-	# the probe's connect was refused by Landlock, and pid 1 is the sandbox's own init
-	assert_eq "$(jget stdout <<<"$out")" $'errno=EACCES\ncorral-init' "the probe's answer, then pid 1's name"
+	# TCP refused by Landlock, MPTCP (which Landlock does not cover) by seccomp, and pid 1 is
+	# the sandbox's own init
+	assert_eq "$(jget stdout <<<"$out")" $'errno=EACCES\nerrno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\ncorral-init' "the probes' answers, then pid 1's name"
 	assert_eq "$(esc_hash "$WS/.git/config")" "$cfg_h" "a protected path with the network namespace refused"
 	[ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a hook was planted with the network namespace refused"
 	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary with the network namespace refused"
 	kill -0 "$ESC_HOST_PID" 2>/dev/null || fail "the sandbox killed a host process"
 	assert_canary_unchanged "network namespace refused"
+	# control: the MPTCP probe does reach the listener where nothing stops it (mode none)
+	cr --mode none -c "./probe connect-mptcp 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
+	assert_eq "$(esc_count "$ESC_C/tcp")" 1 "control: MPTCP from mode none"
+	echo 0 >"$ESC_C/tcp"
 	# IPC and UTS refused: each recorded, the network namespace kept
 	rm -f "$WS/ran"
 	out=$(crn ipcns,utsns --mode auto --json -- sh -c 'hostname; touch ran' 2>/dev/null)
