@@ -814,8 +814,16 @@ static _Noreturn void child_main(const struct launch *L)
 	}
 	/* Joined only now: a cgroup namespace made at clone time would show the host's cgroup
 	 * path. */
-	if (L->cgroupns_late && unshare(CLONE_NEWCGROUP) < 0)
-		child_fail(STEP_CGROUP, errno, -1);
+	if (L->cgroupns_late && unshare(CLONE_NEWCGROUP) < 0) {
+		/* mode auto goes on without one the host refuses, as with a refused clone
+		 * (drop_refused): the record says so */
+		if (L->cfg->mode == CORRAL_MODE_AUTO &&
+		    (errno == EPERM || errno == EINVAL || errno == ENOSPC || errno == EACCES))
+			child_report(CFD_REPORT, REPORT_NOTE, STEP_CGROUP, errno,
+			             NOTE_CGROUPNS_REFUSED, 0);
+		else
+			child_fail(STEP_CGROUP, errno, -1);
+	}
 	/* A new session: no controlling terminal of the host, so TIOCSTI has nothing to push
 	 * into (seccomp also denies it). */
 	if (setsid() < 0)
@@ -1154,8 +1162,9 @@ static bool userns_refused(int e)
 
 /* After a refused clone while a bare user namespace can be made: which of the plan's other
  * namespaces the host refuses, each tried on its own in a throwaway child. Returns their
- * clone flags, and names them in out. */
-static int refused_namespaces(const struct launch *L, char *out, size_t len)
+ * clone flags, names them in out, and puts each one's errno in errs (mount, pid, net, ipc,
+ * uts, cgroup; 0 where allowed). */
+static int refused_namespaces(const struct launch *L, char *out, size_t len, int errs[6])
 {
 	static const struct {
 		int flag;
@@ -1168,6 +1177,7 @@ static int refused_namespaces(const struct launch *L, char *out, size_t len)
 	int refused = 0;
 	out[0] = 0;
 	for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+		errs[i] = 0;
 		if (!want[i])
 			continue;
 		pid_t pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | ns[i].flag | SIGCHLD, NULL, NULL,
@@ -1179,6 +1189,7 @@ static int refused_namespaces(const struct launch *L, char *out, size_t len)
 				;
 			continue;
 		}
+		errs[i] = errno;
 		refused |= ns[i].flag;
 		if (o < len)
 			o += (size_t)snprintf(out + o, len - o, "%s%s (%s)", o ? ", " : "",
@@ -1196,12 +1207,13 @@ static bool drop_refused(struct launch *L, struct corral_error *err, int *r)
 {
 	const int optional = CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 	char why[300];
+	int errs[6];
 	if (!userns_probe(why, sizeof(why)))
 		return false;
-	int refused = refused_namespaces(L, why, sizeof(why));
+	int refused = refused_namespaces(L, why, sizeof(why), errs);
 	if (!refused || (refused & ~optional))
 		return false;
-	*r = plan_drop_some_namespaces(L, refused, why, err);
+	*r = plan_drop_some_namespaces(L, refused, errs + 2, err);
 	return true;
 }
 
@@ -1306,11 +1318,12 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	}
 	if (pid < 0) {
 		char why[300], which[300];
+		int errs[6];
 		if (L.userns && userns_refused(clone_errno) && !userns_probe(why, sizeof(why))) {
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "userns",
 			                     "userns: %s", why);
 		} else if (L.userns && userns_refused(clone_errno) &&
-		           refused_namespaces(&L, which, sizeof(which)) != 0) {
+		           refused_namespaces(&L, which, sizeof(which), errs) != 0) {
 			/* user namespaces work: another namespace is what the host refuses */
 			r = corral_set_error(err, CORRAL_EUNAVAIL, clone_errno, "clone",
 			                     "clone: the host refuses %s although user namespaces work; "
@@ -1499,6 +1512,14 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 		                        "cgroup: the sandbox cannot join its cgroup (%.200s): %s; "
 		                        "check that the cgroup is writable, or run 'corral check'",
 		                        rep->path, strerror(e));
+	if (rep->step == STEP_CGROUP && (e == EPERM || e == EINVAL || e == ENOSPC || e == EACCES))
+		return corral_set_error(
+		    err, CORRAL_EUNAVAIL, e, "clone",
+		    "clone: the host refuses the cgroup namespace (%s) although "
+		    "user namespaces work; check the container's seccomp policy "
+		    "or the user.max_cgroup_namespaces sysctl, or run with "
+		    "--mode=auto",
+		    strerror(e));
 	if (rep->step == STEP_CWD)
 		return corral_set_error(err, CORRAL_ESETUP, e, step,
 		                        "cwd: cannot enter the working directory: %s", strerror(e));

@@ -55,9 +55,12 @@ struct launch {
 		int how;
 	} * ph_pending;
 	size_t n_ph_pending;
-	/* mode auto: the namespaces the host refused, which the run goes on without (the
-	 * others kept; plan_drop_some_namespaces), as the isolation record names them */
-	char ns_refused[200];
+	/* mode auto: the namespaces the host refused (their clone flags), which the run goes
+	 * on without, the others kept (plan_drop_some_namespaces); the errno of each (net, ipc,
+	 * uts, cgroup), for the isolation record */
+	int ns_refused;
+	int ns_refused_errno[4];
+	bool sc_no_unix; /* the seccomp program denies unix sockets */
 };
 
 /* plan.c: decide the layers for this run and record them in res; fails when mode=required
@@ -69,8 +72,8 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 /* plan.c: rebuild what depends on the namespace tier after falling back to no userns. */
 int plan_drop_namespaces(struct launch *L, struct corral_error *err);
 /* mode auto: go on without some of the namespaces (CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS,
- * CLONE_NEWCGROUP in flags) that the host refuses (why names them), keeping the others. */
-int plan_drop_some_namespaces(struct launch *L, int flags, const char *why,
+ * CLONE_NEWCGROUP in flags, refused with errnos[] in that order), keeping the others. */
+int plan_drop_some_namespaces(struct launch *L, int flags, const int errnos[4],
                               struct corral_error *err);
 void plan_record_layers(const struct launch *L, struct corral_result *res);
 void plan_free(struct launch *L);

@@ -199,6 +199,7 @@ int plan_choose_layers(struct launch *L, struct corral_result *res, struct corra
 	struct corral_error scerr = {0};
 	if (L->seccomp && !(L->sc = plan_seccomp(!L->userns, &scerr)))
 		L->seccomp = false;
+	L->sc_no_unix = L->seccomp && !L->userns;
 	if (!L->seccomp && mode == CORRAL_MODE_REQUIRED) {
 		if (scerr.code) {
 			*err = scerr;
@@ -220,8 +221,11 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	if (L->cfg->mode == CORRAL_MODE_NONE)
 		return;
 	const char *skip = "unavailable on this host (mode auto)";
-	/* what the host refused while the other namespaces stayed */
-	const char *refused = L->ns_refused[0] ? L->ns_refused : skip;
+	/* the namespaces the host refused while the others stayed (plan_drop_some_namespaces) */
+	char why[4][96];
+	for (int i = 0; i < 4; i++)
+		snprintf(why[i], sizeof(why[i]), "refused by the host (%s; mode auto)",
+		         strerror(L->ns_refused_errno[i]));
 	/* the limits as they now stand (plan_drop_namespaces rebuilds them after a fall back) */
 	if (L->rl.n)
 		record_rlimits(L, res);
@@ -233,21 +237,36 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	       : L->cfg->workspace_ro ? "tmpfs root, system read-only, workspace read-only"
 	                              : "tmpfs root, system read-only, workspace read-write");
 	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
-	if (L->cfg->net == CORRAL_NET_HOST)
+	if (L->cfg->net == CORRAL_NET_HOST) {
 		record(res, "netns", false, "host network (--net host)");
-	else if (!L->netns && L->ns_refused[0]) {
+	} else if (!L->netns && (L->ns_refused & CLONE_NEWNET)) {
 		char nd[300];
-		snprintf(nd, sizeof(nd), "host network shared: %s; %s",
+		snprintf(nd, sizeof(nd), "host network shared, %s; %s",
 		         L->landlock && L->ll.deny_tcp && L->ll.abi >= 4
 		             ? "TCP denied by Landlock, UDP and other protocols NOT contained"
 		             : "NOT contained",
-		         L->ns_refused);
+		         why[0]);
 		record(res, "netns", false, nd);
-	} else
+	} else {
 		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
-	record(res, "ipcns", L->ipcns, L->ipcns ? "private" : refused);
-	record(res, "utsns", L->utsns, L->utsns ? "hostname corral" : refused);
-	record(res, "cgroupns", L->cgroupns, L->cgroupns ? "private" : refused);
+	}
+	char id[200];
+	snprintf(id, sizeof(id),
+	         "host IPC shared: System V objects and POSIX message queues of the caller's user "
+	         "reachable; %s",
+	         why[1]);
+	record(res, "ipcns", L->ipcns,
+	       L->ipcns                       ? "private"
+	       : L->ns_refused & CLONE_NEWIPC ? id
+	                                      : skip);
+	record(res, "utsns", L->utsns,
+	       L->utsns                       ? "hostname corral"
+	       : L->ns_refused & CLONE_NEWUTS ? why[2]
+	                                      : skip);
+	record(res, "cgroupns", L->cgroupns,
+	       L->cgroupns                       ? "private"
+	       : L->ns_refused & CLONE_NEWCGROUP ? why[3]
+	                                         : skip);
 	char d[200];
 	if (L->landlock)
 		snprintf(d, sizeof(d), "abi %d%s%s%s", L->ll.abi,
@@ -267,9 +286,11 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	                                 "NOT enforced (preflight only)"
 	                               : skip);
 	record(res, "seccomp", L->seccomp,
-	       !L->seccomp ? skip
-	       : L->userns ? "deny-list, EPERM"
-	                   : "deny-list, EPERM; unix sockets denied (no namespaces)");
+	       !L->seccomp      ? skip
+	       : !L->sc_no_unix ? "deny-list, EPERM"
+	       : L->userns      ? "deny-list, EPERM; unix sockets denied (no network namespace, "
+	                          "and Landlock below abi 6 cannot scope the host's abstract ones)"
+	                        : "deny-list, EPERM; unix sockets denied (no namespaces)");
 	/* Without a user namespace an unprivileged process cannot empty its bounding set; it
 	 * lets go of any capability it holds (ambient ones from a wrapper); say exactly that. */
 	if (L->userns || L->uid == 0)
@@ -1774,10 +1795,13 @@ int plan_prepare(struct launch *L, struct corral_result *res, struct corral_erro
 	return 0;
 }
 
-int plan_drop_some_namespaces(struct launch *L, int flags, const char *why,
+int plan_drop_some_namespaces(struct launch *L, int flags, const int errnos[4],
                               struct corral_error *err)
 {
-	snprintf(L->ns_refused, sizeof(L->ns_refused), "refused by the host: %s (mode auto)", why);
+	static const int order[] = {CLONE_NEWNET, CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP};
+	L->ns_refused = flags;
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
+		L->ns_refused_errno[i] = flags & order[i] ? errnos[i] : 0;
 	if (flags & CLONE_NEWIPC)
 		L->ipcns = false;
 	if (flags & CLONE_NEWUTS)
@@ -1785,18 +1809,25 @@ int plan_drop_some_namespaces(struct launch *L, int flags, const char *why,
 	if (flags & CLONE_NEWCGROUP)
 		L->cgroupns = L->cgroupns_late = false;
 	if (flags & CLONE_NEWNET) {
-		/* Landlock now keeps TCP off the host's network (build_landlock's deny_tcp) */
 		L->netns = false;
-		if (L->landlock && build_landlock(L) < 0)
-			return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock",
-			                        "out of memory");
+		/* Landlock now keeps TCP off the host's network (seccomp refuses MPTCP) */
+		L->ll.deny_tcp = L->cfg->net == CORRAL_NET_NONE;
+		/* The host's abstract unix sockets are per network namespace, so now in reach;
+		 * below Landlock ABI 6 nothing scopes them: deny unix sockets, as the tier
+		 * without namespaces does (pathname ones stay out of view, in the mount
+		 * namespace, but socket() cannot tell them apart). */
+		if (L->seccomp && !L->sc_no_unix && (!L->landlock || L->ll.abi < 6)) {
+			if (!(L->sc = plan_seccomp(true, err)))
+				return err ? err->code : CORRAL_ESYS;
+			L->sc_no_unix = true;
+		}
 	}
 	return 0;
 }
 
 int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 {
-	L->ns_refused[0] = 0;
+	L->ns_refused = 0;
 	L->userns = L->mountns = L->pidns = L->netns = L->ipcns = L->utsns = L->cgroupns = false;
 	/* No placeholder without a mount namespace (protect_one): the ones made for the first
 	 * attempt are removed now, not after the run. The rest stays held, the watched git
@@ -1828,6 +1859,7 @@ int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "landlock", "out of memory");
 	if (L->seccomp && !(L->sc = plan_seccomp(true, err)))
 		return err ? err->code : CORRAL_ESYS;
+	L->sc_no_unix = L->seccomp;
 	if (prepare_env(L) < 0)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "env", "out of memory");
 	return 0;

@@ -277,6 +277,11 @@ static void read_reports(corral_proc *p)
 			    p->res, "pidns", 1,
 			    "own pid space, but /proc is the outer one, read-only: a fresh "
 			    "/proc cannot be mounted here (nested container)");
+		} else if (r.kind == REPORT_NOTE && (r.detail & NOTE_CGROUPNS_REFUSED)) {
+			char d[160];
+			snprintf(d, sizeof(d), "refused by the host (%s; mode auto)",
+			         strerror(r.err));
+			result_add_layer(p->res, "cgroupns", 0, d);
 		} else if (r.kind == REPORT_EXEC_OK) {
 			p->cmd_pid = r.detail;
 		} else if (r.kind == REPORT_EXIT) {

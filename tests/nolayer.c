@@ -7,7 +7,7 @@
  *             (what Ubuntu's AppArmor restriction or user.max_user_namespaces=0 look like)
  *   clone3    clone3 -> ENOSYS, clone untouched (a kernel before 5.3, or the seccomp profile
  *             of an older container runtime): namespaces must still come, through clone
- *   netns, ipcns, utsns
+ *   netns, ipcns, utsns, cgroupns
  *             clone/unshare with that namespace's flag -> EPERM, clone3 -> ENOSYS (a
  *             container runtime's seccomp profile, or user.max_net_namespaces=0): user
  *             namespaces work, that one namespace does not
@@ -32,8 +32,8 @@ int main(int argc, char **argv)
 	if (argc < 4 || strcmp(argv[2], "--")) {
 		fprintf(
 		    stderr,
-		    "usage: nolayer userns,clone3,netns,ipcns,utsns,landlock,seccomp -- COMMAND "
-		    "[ARG...]\n");
+		    "usage: nolayer userns,clone3,netns,ipcns,utsns,cgroupns,landlock,seccomp -- "
+		    "COMMAND [ARG...]\n");
 		return 2;
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -49,10 +49,11 @@ int main(int argc, char **argv)
 			                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 		} else if (!strcmp(tok, "netns") || !strcmp(tok, "ipcns") ||
-		           !strcmp(tok, "utsns")) {
+		           !strcmp(tok, "utsns") || !strcmp(tok, "cgroupns")) {
 			unsigned long f = tok[0] == 'n'   ? CLONE_NEWNET
 			                  : tok[0] == 'i' ? CLONE_NEWIPC
-			                                  : CLONE_NEWUTS;
+			                  : tok[0] == 'u' ? CLONE_NEWUTS
+			                                  : CLONE_NEWCGROUP;
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
 			                      SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,

@@ -96,6 +96,7 @@ void mount_plan_free(struct mount_plan *plan);
  * old root, chdir to plan->cwd. On failure *failed_op is the index of the failing op (or -1
  * for the root/pivot steps). */
 #define MOUNT_NOTE_OUTER_PROC 1 /* the outer /proc was bound read-only (proc_fallback) */
+#define NOTE_CGROUPNS_REFUSED 2 /* mode auto: the late cgroup namespace was refused (err) */
 int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op, int *notes);
 
 /* ---- net.c ---------------------------------------------------------------------------- */

@@ -424,7 +424,8 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" true "isolation.$l.applied"
 	done
 	assert_eq "$(jget isolation.netns.applied <<<"$out")" false
-	assert_contains "$(jget isolation.netns.detail <<<"$out")" "refused by the host: the network namespace"
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" "host network shared"
+	assert_contains "$(jget isolation.netns.detail <<<"$out")" "refused by the host (Operation not permitted; mode auto)"
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" "UDP and other protocols NOT contained"
 	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "tcp denied"
 	# TCP refused by Landlock, MPTCP (which Landlock does not cover) by seccomp, and pid 1 is
@@ -439,6 +440,15 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	cr --mode none -c "./probe connect-mptcp 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
 	assert_eq "$(esc_count "$ESC_C/tcp")" 1 "control: MPTCP from mode none"
 	echo 0 >"$ESC_C/tcp"
+	# below Landlock ABI 6 nothing scopes the host's abstract unix sockets, which the
+	# sandbox now shares: seccomp denies unix sockets, as in the tier without namespaces
+	local name="corral-iso-abs-$RANDOM$RANDOM"
+	esc_abstract_canary "$name" "$ESC_C/abs"
+	out=$(CORRAL_TEST_LANDLOCK_ABI=5 crn netns --mode auto --json -- ./probe connect-abstract "$name" 2>/dev/null)
+	assert_eq "$(jget isolation.mountns.applied <<<"$out")" true "ABI 5, network namespace refused"
+	assert_contains "$(jget isolation.seccomp.detail <<<"$out")" "unix sockets denied"
+	assert_eq "$(jget stdout <<<"$out")" errno=EPERM "the probe's answer at ABI 5"
+	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary at Landlock ABI 5 without a network namespace"
 	# IPC and UTS refused: each recorded, the network namespace kept
 	rm -f "$WS/ran"
 	out=$(crn ipcns,utsns --mode auto --json -- sh -c 'hostname; touch ran' 2>/dev/null)
@@ -450,6 +460,23 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 		assert_contains "$(jget "isolation.$l.detail" <<<"$out")" "refused by the host"
 	done
 	assert_eq "$(jget stdout <<<"$out")" "$(hostname)" "the host's name without a UTS namespace"
+	assert_contains "$(jget isolation.ipcns.detail <<<"$out")" "System V objects and POSIX message queues of the caller's user reachable"
+	# the cgroup namespace refused: as root on cgroup v1 the child makes it late, after
+	# joining the run's cgroup, and reports the refusal; unprivileged it is refused at the
+	# clone. Either way: required names it, auto records it and keeps the rest.
+	rm -f "$WS/ran"
+	err=$(crn cgroupns -- sh -c 'touch ran' 2>&1 >/dev/null)
+	rc=$?
+	assert_eq $rc 125 "required, with the cgroup namespace refused ($err)"
+	assert_contains "$err" "the cgroup namespace"
+	[ ! -e "$WS/ran" ] || fail "required ran the command without its cgroup namespace"
+	out=$(crn cgroupns --mode auto --json -- sh -c 'touch ran' 2>/dev/null)
+	[ -e "$WS/ran" ] || fail "mode auto did not run the command with the cgroup namespace refused: $out"
+	for l in userns mountns pidns netns ipcns utsns; do
+		assert_eq "$(jget "isolation.$l.applied" <<<"$out")" true "isolation.$l.applied (cgroupns refused)"
+	done
+	assert_eq "$(jget isolation.cgroupns.applied <<<"$out")" false
+	assert_contains "$(jget isolation.cgroupns.detail <<<"$out")" "refused by the host"
 }
 
 # Register the cases for both front doors (esc_register, escape.sh; any sourcing order works).
