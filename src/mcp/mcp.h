@@ -211,6 +211,8 @@ struct mcp_plan {
 	json_t *answer;        /* MCP_PREP_ANSWERED: the CallToolResult (owned) */
 	json_t *queries;       /* MCP_PREP_ANSWERED by can_i: the policy answers, an array of
 	                          {op, target, allowed, rule, reason} for the audit (owned) */
+	char *code_file;       /* run_code in mode none: the server's file of the code, removed
+	                          with the plan (owned) */
 };
 void mcp_plan_free(struct mcp_plan *p);
 

@@ -4,6 +4,7 @@
 #include "mcp/mcp.h"
 #include "internal.h"
 
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <signal.h>
@@ -755,6 +756,10 @@ void mcp_plan_free(struct mcp_plan *p)
 		free(p->argv);
 	}
 	free(p->command);
+	if (p->code_file) {
+		unlink(p->code_file);
+		free(p->code_file);
+	}
 	memset(p, 0, sizeof(*p));
 }
 
@@ -1090,6 +1095,85 @@ static const char code_file_prelude[] =
 static const char code_write_fail[] =
     "|| { echo 'corral: cannot write the code to a file in /tmp' >&2; exit 125; }; ";
 
+/* The TMPDIR the command will see: an explicit setting (the last; one that removes it means
+ * none), else the host's where the policy passes it, else none (then /tmp). */
+static const char *sandbox_tmpdir(const corral_config *cfg, char *buf, size_t n)
+{
+	const char *dir = NULL;
+	bool set = false;
+	for (size_t i = 0; i < cfg->n_env; i++)
+		if (!strcmp(cfg->env[i].name, "TMPDIR")) {
+			dir = cfg->env[i].value;
+			set = true;
+		}
+	struct env_entry *pass = NULL, *withheld = NULL;
+	size_t n_pass = 0, n_withheld = 0;
+	if (!set && policy_env(cfg, &pass, &n_pass, &withheld, &n_withheld) == 0)
+		for (size_t i = 0; i < n_pass; i++)
+			if (!strcmp(pass[i].name, "TMPDIR"))
+				dir = pass[i].value;
+	snprintf(buf, n, "%s", dir && dir[0] == '/' ? dir : "/tmp");
+	env_entries_free_list(pass, n_pass);
+	env_entries_free_list(withheld, n_withheld);
+	return buf;
+}
+
+/* Mode none: nothing isolates /tmp, so the file the wrapper makes there would outlive the run
+ * (the interpreter replaces the shell that wrote it, and no private /tmp goes away with the
+ * sandbox). The server writes the code itself, with mkostemp (mode 0600) in the TMPDIR the
+ * command would have used, and removes the file with the call's plan, after the run; the
+ * interpreter runs it directly. Called once the call's env is applied. */
+static int prepare_code_none(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
+{
+	const char *lang = json_string_value(json_object_get(args, "language"));
+	const json_t *code = json_object_get(args, "code");
+	const struct language *L = NULL;
+	for (size_t i = 0; i < N_LANGUAGES; i++)
+		if (lang && !strcmp(languages[i].name, lang))
+			L = &languages[i];
+	if (!L || !code) /* validated by prepare_run_code */
+		return bad(why, n, "language: not supported");
+	size_t len = json_string_length(code);
+	const char *text = json_string_value(code);
+	char dir[PATH_MAX];
+	sandbox_tmpdir(plan->cfg, dir, sizeof(dir));
+	char *path = NULL;
+	if (asprintf(&path, "%s/corral-code.XXXXXX", dir) < 0)
+		return bad(why, n, "out of memory");
+	int fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		free(path);
+		return bad(why, n,
+		           "code: cannot make a file for it in %.200s: %s; point TMPDIR at a "
+		           "writable directory",
+		           dir, strerror(e));
+	}
+	plan->code_file = path; /* removed by mcp_plan_free, on any return */
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, text + off, len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			return bad(why, n, "code: cannot write it to %.200s: %s", path,
+			           strerror(e));
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) < 0)
+		return bad(why, n, "code: cannot write it to %.200s: %s", path, strerror(errno));
+	const char *v[] = {L->exe, path, NULL};
+	struct corral_error err = {0};
+	if (corral_config_set_argv(plan->cfg, v, &err) < 0)
+		return bad_field(why, n, "code", err.message);
+	plan->argv = strv_dup(v);
+	if (asprintf(&plan->display, "$ %s <%s code: %zu bytes>", L->exe, L->name, len) < 0)
+		plan->display = NULL;
+	return plan->argv && plan->display ? 0 : bad(why, n, "out of memory");
+}
+
 static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
 {
 	struct corral_error err = {0};
@@ -1126,6 +1210,8 @@ static int prepare_run_code(const json_t *args, struct mcp_plan *plan, char *why
 	size_t len = json_string_length(code);
 	if (strlen(json_string_value(code)) != len)
 		return bad(why, n, "code: must not contain NUL characters");
+	if (plan->cfg->mode == CORRAL_MODE_NONE)
+		return 0; /* the server writes the file, after apply_common: prepare_code_none */
 	bool own_stdin = json_object_get(args, "stdin") != NULL;
 	char *script = NULL;
 	int r;
@@ -1420,6 +1506,8 @@ enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
 		                              : prepare_run_code(args, plan, why, whylen);
 	if (r == 0)
 		r = apply_common(o, args, plan, why, whylen);
+	if (r == 0 && t->id == TOOL_RUN_CODE && plan->cfg->mode == CORRAL_MODE_NONE)
+		r = prepare_code_none(args, plan, why, whylen);
 	json_decref(empty);
 	if (r < 0) {
 		mcp_plan_free(plan);

@@ -403,9 +403,10 @@ PY
 # run_code's code file: an unpredictable name (not the shell's pid and a counter, which a
 # local user could pre-create as a FIFO in a shared /tmp), created 0600 in TMPDIR; and the
 # umask the wrapper uses for it does not leak into the program. In --mode none with TMPDIR
-# naming a directory of the test (the shared-/tmp case), then in the default mode. Judged on
-# the host: the names the programs saw, the file in TMPDIR, and the modes of what they
-# created in the workspace under the server's umask 022.
+# naming a directory of the test (the shared-/tmp case: the server writes the file there and
+# removes it after the run), then in the default mode. Judged on the host: the names the
+# programs saw, nothing left in TMPDIR, and the modes of what they created in the workspace
+# under the server's umask 022.
 test_mcp_run_code_file_unpredictable_and_umask() {
 	[ -x /usr/bin/python3 ] || skip "python3 is not installed in /usr/bin"
 	mkdir -p "$WS/codetmp"
@@ -430,14 +431,20 @@ for mode, extra, env in (("none", ["--mode", "none", "--allow-env", "TMPDIR"], {
         assert not r["isError"] and len(out) == 3, M.text_of(r)
         name, fmode, pid = out
         where = tmpd if env else "/tmp"
-        assert re.fullmatch(re.escape(where) + r"/corral-code\." + uuid, name), (mode, name)
+        # in mode none the server makes the file (mkostemp) where the command's TMPDIR
+        # says, and removes it after the run: nothing isolates /tmp there
+        assert re.fullmatch(re.escape(where) + r"/corral-code\." + (r"[A-Za-z0-9]{6}" if env else uuid), name), (mode, name)
         assert fmode == "0o600", (mode, name, fmode)
         if env:
-            assert os.path.isfile(name), name  # the host sees it where TMPDIR said
+            assert not os.path.exists(name), name  # gone from the host after the run
         names.append(name)
     assert names[0] != names[1], names
+    if env:
+        assert os.listdir(tmpd) == [], os.listdir(tmpd)  # nothing left in the shared TMPDIR
     r = s.call("run_code", dict({"language": "sh", "code": "echo \"$0\"; echo x > um-%s-sh.txt" % mode}, **({"env": env} if env else {})))
-    assert not r["isError"] and re.search(r"/corral-code\." + uuid + "$", r["structuredContent"]["stdout"].strip()), M.text_of(r)
+    assert not r["isError"] and re.search(r"/corral-code\.(" + uuid + r"|[A-Za-z0-9]{6})$", r["structuredContent"]["stdout"].strip()), M.text_of(r)
+    if env:
+        assert os.listdir(tmpd) == [], os.listdir(tmpd)
     assert s.close() == 0
 PY
 	for m in none default; do
