@@ -50,9 +50,10 @@ void plan_argarea(uintptr_t *start, uintptr_t *end)
 }
 
 /* The seccomp programs, prepared once per process and shared by every launch: one for
- * sandboxes with namespaces, one for the no-namespace tier (which also denies AF_UNIX
- * sockets). seccomp_prepare() copies the program baked at build time; only a build without
- * one, or one that fails its sanity check, compiles with libseccomp here. */
+ * sandboxes with namespaces, one for the no-namespace tier and runs without their network
+ * namespace (which also denies AF_UNIX sockets). seccomp_prepare() copies the program baked at
+ * build time; only a build without one, or one that fails its sanity check, compiles with
+ * libseccomp here. */
 static pthread_mutex_t sc_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct seccomp_prog sc_prog[2];
 static int sc_state[2]; /* 0 not tried, 1 ready, -1 failed */
@@ -250,10 +251,10 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	} else {
 		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
 	}
-	char id[200];
+	char id[300];
 	snprintf(id, sizeof(id),
-	         "host IPC shared: System V objects and POSIX message queues of the caller's user "
-	         "reachable; %s",
+	         "host IPC shared: the host's System V objects and POSIX message queues that the "
+	         "caller's user may use are reachable; %s",
 	         why[1]);
 	record(res, "ipcns", L->ipcns,
 	       L->ipcns                       ? "private"
@@ -288,8 +289,8 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	record(res, "seccomp", L->seccomp,
 	       !L->seccomp      ? skip
 	       : !L->sc_no_unix ? "deny-list, EPERM"
-	       : L->userns      ? "deny-list, EPERM; unix sockets denied (no network namespace, "
-	                          "and Landlock below abi 6 cannot scope the host's abstract ones)"
+	       : L->userns      ? "deny-list, EPERM; unix sockets denied (no network namespace: "
+	                          "the host's abstract ones would be in reach)"
 	                        : "deny-list, EPERM; unix sockets denied (no namespaces)");
 	/* Without a user namespace an unprivileged process cannot empty its bounding set; it
 	 * lets go of any capability it holds (ambient ones from a wrapper); say exactly that. */
@@ -1810,13 +1811,16 @@ int plan_drop_some_namespaces(struct launch *L, int flags, const int errnos[4],
 		L->cgroupns = L->cgroupns_late = false;
 	if (flags & CLONE_NEWNET) {
 		L->netns = false;
-		/* Landlock now keeps TCP off the host's network (seccomp refuses MPTCP) */
+		/* Landlock now keeps TCP off the host's network (seccomp refuses what it does
+		 * not see: MPTCP, SMC, Fast Open) */
 		L->ll.deny_tcp = L->cfg->net == CORRAL_NET_NONE;
-		/* The host's abstract unix sockets are per network namespace, so now in reach;
-		 * below Landlock ABI 6 nothing scopes them: deny unix sockets, as the tier
-		 * without namespaces does (pathname ones stay out of view, in the mount
+		/* The host's abstract unix sockets are per network namespace, so now shared:
+		 * Landlock ABI 6 keeps the sandbox from connecting to them, but not from
+		 * binding a name a host service has not taken yet (an X11 display, a D-Bus
+		 * address), which host clients would then reach. Deny unix sockets, as the
+		 * tier without namespaces does (pathname ones stay out of view, in the mount
 		 * namespace, but socket() cannot tell them apart). */
-		if (L->seccomp && !L->sc_no_unix && (!L->landlock || L->ll.abi < 6)) {
+		if (L->seccomp && !L->sc_no_unix) {
 			if (!(L->sc = plan_seccomp(true, err)))
 				return err ? err->code : CORRAL_ESYS;
 			L->sc_no_unix = true;

@@ -540,6 +540,30 @@ static int do_connect_mptcp_hi(char **a)
 	return inet_call(a[0], a[1], 0);
 }
 
+/* SMC over AF_INET (IPPROTO_SMC): also outside Landlock's TCP rules, also falls back to TCP. */
+static int do_connect_smc(char **a)
+{
+	inet_proto = 256;
+	return inet_call(a[0], a[1], 0);
+}
+
+/* TCP Fast Open: sendto with MSG_FASTOPEN connects without connect(); a listener without
+ * Fast Open still completes a plain handshake, and counts it. */
+static int do_connect_tfo(char **a)
+{
+	struct sockaddr_in in4 = {.sin_family = AF_INET,
+	                          .sin_port = htons((uint16_t)num(a[1], 10))};
+	if (inet_pton(AF_INET, a[0], &in4.sin_addr) != 1)
+		return 2;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return fail(errno);
+	ssize_t n = sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&in4, sizeof(in4));
+	int rc = check(n < 0 ? -1 : 0, 0);
+	close(fd);
+	return rc;
+}
+
 static int do_bind_tcp(char **a)
 {
 	return inet_call("0.0.0.0", a[0], 1);
@@ -1158,6 +1182,8 @@ static const struct subcommand {
     {"connect-tcp", 2, 2, do_connect_tcp, "HOST PORT"},
     {"connect-mptcp", 2, 2, do_connect_mptcp, "HOST PORT"},
     {"connect-mptcp-hi", 2, 2, do_connect_mptcp_hi, "HOST PORT"},
+    {"connect-smc", 2, 2, do_connect_smc, "HOST PORT"},
+    {"connect-tfo", 2, 2, do_connect_tfo, "HOST PORT"},
     {"bind-tcp", 1, 1, do_bind_tcp, "PORT"},
     {"connect-abstract", 1, 1, do_connect_abstract, "NAME"},
     {"connect-unix", 1, 1, do_connect_unix, "PATH"},

@@ -186,18 +186,36 @@ static int add_socket_rules(scmp_filter_ctx ctx, struct corral_error *err)
 	int rc = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), "socket", __NR_socket, 1, &above, err);
 	if (rc < 0)
 		return rc;
-	/* MPTCP: Landlock's TCP rules (what keeps TCP off the host without a network namespace)
-	 * do not cover it, and it falls back to plain TCP with a peer that lacks it. Refused as
-	 * a kernel without MPTCP refuses it, so programs use TCP instead. The kernel reads the
-	 * protocol as an int: compare the low 32 bits only. (The family is compared whole: a
-	 * family with high bits set is above max, refused by the rule before.) */
+	/* Protocols from 256 up on AF_INET and AF_INET6: MPTCP (262) and SMC (256), which
+	 * Landlock's TCP rules (what keeps TCP off the host without a network namespace) do not
+	 * cover, and which fall back to plain TCP with a peer that lacks them. Refused as a
+	 * kernel without them refuses them, so programs use TCP instead. Every real IP protocol
+	 * number is below 256. The comparison is on all 64 bits, so a value with bits above the
+	 * int set (which the kernel would cut to its low 32) is refused too. (The family is
+	 * compared whole: a family with high bits set is above max, refused by the rule before.) */
 	static const int inet[] = {AF_INET, AF_INET6};
 	for (size_t i = 0; i < ARRAY_SIZE(inet); i++) {
-		struct scmp_arg_cmp mptcp[2] = {
-		    SCMP_A0_64(SCMP_CMP_EQ, (uint64_t)inet[i]),
-		    SCMP_A2_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, 262 /* IPPROTO_MPTCP */)};
+		struct scmp_arg_cmp proto[2] = {SCMP_A0_64(SCMP_CMP_EQ, (uint64_t)inet[i]),
+		                                SCMP_A2_64(SCMP_CMP_GE, 256)};
 		if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), "socket", __NR_socket, 2,
-		                   mptcp, err)) < 0)
+		                   proto, err)) < 0)
+			return rc;
+	}
+	/* TCP Fast Open: sendto/sendmsg with MSG_FASTOPEN connect a TCP socket without the
+	 * connect() that Landlock checks. Refused as a kernel without Fast Open refuses it
+	 * (EOPNOTSUPP); callers then connect(). One masked compare on the flags argument. */
+	static const struct {
+		const char *name;
+		int nr;
+		unsigned arg;
+	} sends[] = {{"sendto", __NR_sendto, 3},
+	             {"sendmsg", __NR_sendmsg, 2},
+	             {"sendmmsg", __NR_sendmmsg, 3}};
+	for (size_t i = 0; i < ARRAY_SIZE(sends); i++) {
+		struct scmp_arg_cmp fo = {sends[i].arg, SCMP_CMP_MASKED_EQ, MSG_FASTOPEN,
+		                          MSG_FASTOPEN};
+		if ((rc = add_rule(ctx, SCMP_ACT_ERRNO(EOPNOTSUPP), sends[i].name, sends[i].nr, 1,
+		                   &fo, err)) < 0)
 			return rc;
 	}
 	return 0;

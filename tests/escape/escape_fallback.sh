@@ -130,10 +130,11 @@ escape_case_fallback_nouserns_auto_host_sockets_unreachable() {
 	esc_abstract_canary "$name" "$ESC_C/abs"
 	out=$(crn userns --mode auto -c "./probe connect-unix '$ESC_C/docker.sock'; ./probe connect-abstract $name;
 		./probe connect-tcp 127.0.0.1 $ESC_PORT; ./probe connect-mptcp 127.0.0.1 $ESC_PORT;
-		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT" 2>&1)
-	# MPTCP, which Landlock's TCP rules do not cover, is refused by seccomp
-	assert_contains "$out" $'errno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT'
-	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary (no-namespace tier; TCP and MPTCP)"
+		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT; ./probe connect-smc 127.0.0.1 $ESC_PORT;
+		./probe connect-tfo 127.0.0.1 $ESC_PORT" 2>&1)
+	# MPTCP, SMC and TCP Fast Open, which Landlock's TCP rules do not see, refused by seccomp
+	assert_contains "$out" $'errno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\nerrno=EOPNOTSUPP'
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary (no-namespace tier; TCP, MPTCP, SMC, Fast Open)"
 	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary (no-namespace tier)"
 	assert_eq "$(esc_count "$ESC_C/unix")" 0 "host docker.sock reached from the no-namespace tier ($(tr '\n' ' ' <<<"$out"))"
 }
@@ -416,7 +417,8 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	[ ! -e "$WS/ran" ] || fail "required ran the command without its network namespace"
 	out=$(crn netns --mode auto --json -c "echo pwn >> .git/config; touch .git/hooks/pre-commit;
 		./probe connect-tcp 127.0.0.1 $ESC_PORT; ./probe connect-mptcp 127.0.0.1 $ESC_PORT;
-		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT; kill -9 $ESC_HOST_PID;
+		./probe connect-mptcp-hi 127.0.0.1 $ESC_PORT; ./probe connect-smc 127.0.0.1 $ESC_PORT;
+		./probe connect-tfo 127.0.0.1 $ESC_PORT; kill -9 $ESC_HOST_PID;
 		echo pwn >> '$ESC_CANARY'; cat /proc/1/comm; touch ran" 2>/dev/null)
 	assert_eq "$(jget mode <<<"$out")" auto
 	[ -e "$WS/ran" ] || fail "mode auto did not run the command: $out"
@@ -428,27 +430,54 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" "refused by the host (Operation not permitted; mode auto)"
 	assert_contains "$(jget isolation.netns.detail <<<"$out")" "UDP and other protocols NOT contained"
 	assert_contains "$(jget isolation.landlock.detail <<<"$out")" "tcp denied"
-	# TCP refused by Landlock, MPTCP (which Landlock does not cover) by seccomp, and pid 1 is
-	# the sandbox's own init
-	assert_eq "$(jget stdout <<<"$out")" $'errno=EACCES\nerrno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\ncorral-init' "the probes' answers, then pid 1's name"
+	# the host's abstract unix names are shared now: Landlock ABI 6 stops connecting to them,
+	# not binding one a host service has not taken; seccomp denies unix sockets
+	assert_contains "$(jget isolation.seccomp.detail <<<"$out")" "unix sockets denied"
+	# TCP refused by Landlock; MPTCP, SMC and Fast Open (which Landlock does not see) by
+	# seccomp; and pid 1 is the sandbox's own init
+	assert_eq "$(jget stdout <<<"$out")" $'errno=EACCES\nerrno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\nerrno=EPROTONOSUPPORT\nerrno=EOPNOTSUPP\ncorral-init' "the probes' answers, then pid 1's name"
 	assert_eq "$(esc_hash "$WS/.git/config")" "$cfg_h" "a protected path with the network namespace refused"
 	[ ! -e "$WS/.git/hooks/pre-commit" ] || fail "a hook was planted with the network namespace refused"
 	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "TCP canary with the network namespace refused"
 	kill -0 "$ESC_HOST_PID" 2>/dev/null || fail "the sandbox killed a host process"
 	assert_canary_unchanged "network namespace refused"
-	# control: the MPTCP probe does reach the listener where nothing stops it (mode none)
+	# control: the MPTCP probe, and the Fast Open one where the host lets clients use it,
+	# do reach the listener where nothing stops them (mode none)
 	cr --mode none -c "./probe connect-mptcp 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
 	assert_eq "$(esc_count "$ESC_C/tcp")" 1 "control: MPTCP from mode none"
+	if [ $(($(cat /proc/sys/net/ipv4/tcp_fastopen 2>/dev/null || echo 0) & 1)) = 1 ]; then
+		cr --mode none -c "./probe connect-tfo 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
+		assert_eq "$(esc_count "$ESC_C/tcp")" 2 "control: TCP Fast Open from mode none"
+	fi
 	echo 0 >"$ESC_C/tcp"
-	# below Landlock ABI 6 nothing scopes the host's abstract unix sockets, which the
-	# sandbox now shares: seccomp denies unix sockets, as in the tier without namespaces
-	local name="corral-iso-abs-$RANDOM$RANDOM"
+	# the host's abstract unix sockets, which the sandbox now shares: seccomp denies unix
+	# sockets, as in the tier without namespaces, so none can be reached (here at Landlock
+	# ABI 5, where nothing else would stop it) nor a host name bound
+	local name="corral-iso-abs-$RANDOM$RANDOM" free="corral-iso-free-$RANDOM$RANDOM"
 	esc_abstract_canary "$name" "$ESC_C/abs"
+	# bind a free abstract name and hold it for 3 s; the host watches /proc/net/unix
+	local bind="python3 -c 'import socket, time; s = socket.socket(socket.AF_UNIX); s.bind(b\"\\0$free\"); s.listen(1); time.sleep(3)'"
+	watch_abstract() { # OUT: whether @$free is bound on the host within 4 s
+		(for _ in $(seq 1 80); do
+			grep -q "@$free\$" /proc/net/unix && { echo seen >"$1"; exit 0; }
+			sleep 0.05
+		done; echo unseen >"$1") &
+	}
 	out=$(CORRAL_TEST_LANDLOCK_ABI=5 crn netns --mode auto --json -- ./probe connect-abstract "$name" 2>/dev/null)
 	assert_eq "$(jget isolation.mountns.applied <<<"$out")" true "ABI 5, network namespace refused"
 	assert_contains "$(jget isolation.seccomp.detail <<<"$out")" "unix sockets denied"
 	assert_eq "$(jget stdout <<<"$out")" errno=EPERM "the probe's answer at ABI 5"
 	assert_eq "$(esc_count "$ESC_C/abs")" 0 "abstract canary at Landlock ABI 5 without a network namespace"
+	# at the kernel's own ABI (scoped: connecting out is stopped anyway), binding a free name
+	watch_abstract "$ESC_C/bound"
+	crn netns --mode auto -c "$bind" >/dev/null 2>&1
+	wait
+	assert_eq "$(cat "$ESC_C/bound")" unseen "a host abstract name bound from the sandbox"
+	# control: in mode none the same bind shows on the host
+	watch_abstract "$ESC_C/bound"
+	cr --mode none -c "$bind" >/dev/null 2>&1
+	wait
+	assert_eq "$(cat "$ESC_C/bound")" seen "control: the bind from mode none"
 	# IPC and UTS refused: each recorded, the network namespace kept
 	rm -f "$WS/ran"
 	out=$(crn ipcns,utsns --mode auto --json -- sh -c 'hostname; touch ran' 2>/dev/null)
@@ -460,7 +489,7 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 		assert_contains "$(jget "isolation.$l.detail" <<<"$out")" "refused by the host"
 	done
 	assert_eq "$(jget stdout <<<"$out")" "$(hostname)" "the host's name without a UTS namespace"
-	assert_contains "$(jget isolation.ipcns.detail <<<"$out")" "System V objects and POSIX message queues of the caller's user reachable"
+	assert_contains "$(jget isolation.ipcns.detail <<<"$out")" "System V objects and POSIX message queues that the caller's user may use are reachable"
 	# the cgroup namespace refused: as root on cgroup v1 the child makes it late, after
 	# joining the run's cgroup, and reports the refusal; unprivileged it is refused at the
 	# clone. Either way: required names it, auto records it and keeps the rest.

@@ -5,6 +5,7 @@
 #include "test.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -51,8 +52,8 @@ static int prepared_matches_compiled(const struct seccomp_opts *o)
 }
 
 /* Load seccomp_prepare()'s program for o in a child; 1 when ptrace(TRACEME) fails with EPERM
- * there, socket(AF_UNIX) fails with EPERM exactly when o denies unix sockets, and an MPTCP
- * socket is refused while a TCP one is not. */
+ * there, socket(AF_UNIX) fails with EPERM exactly when o denies unix sockets, MPTCP and SMC
+ * sockets are refused while a TCP one is not, and TCP Fast Open is refused. */
 static int loaded_program_denies(const struct seccomp_opts *o)
 {
 	struct seccomp_prog p;
@@ -72,18 +73,25 @@ static int loaded_program_denies(const struct seccomp_opts *o)
 			_exit(4);
 		/* MPTCP (protocol 262), which Landlock's TCP rules do not cover, in every variant;
 		 * also with bits above the int set in the register (the kernel reads an int) */
-		static const long mptcp[] = {262, 262 | (1L << 32)};
+		static const long mptcp[] = {262, 262 | (1L << 32), 256 /* SMC */};
 		for (int fam = 0; fam < 2; fam++)
-			for (int k = 0; k < 2; k++) {
+			for (int k = 0; k < 3; k++) {
 				errno = 0;
 				long f = syscall(SYS_socket, fam ? AF_INET6 : AF_INET, SOCK_STREAM,
 				                 mptcp[k]);
 				if (f != -1 || errno != EPROTONOSUPPORT)
 					_exit(5);
 			}
-		/* plain TCP stays */
+		/* plain TCP stays, without Fast Open (a connect that Landlock does not see) */
 		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
 			_exit(6);
+		struct sockaddr_in to = {.sin_family = AF_INET,
+		                         .sin_port = htons(1),
+		                         .sin_addr = {htonl(INADDR_LOOPBACK)}};
+		errno = 0;
+		if (sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)) != -1 ||
+		    errno != EOPNOTSUPP)
+			_exit(7);
 		_exit(0);
 	}
 	seccomp_prog_free(&p);
