@@ -555,6 +555,11 @@ static void init_kill_all(const struct launch *L, pid_t cmd, int *status)
 	}
 }
 
+/* The init's /proc is the outer one (mode auto in a container that refuses a fresh /proc):
+ * /proc/PID there names another process than the command's PID, so the init asks it
+ * nothing about the command. */
+static bool init_outer_proc;
+
 /* Whether the command has ended, without reaping it: a zombie, or on its way out (PF_EXITING
  * in /proc/PID/stat: it called exit before the signal came, which then does nothing to it). */
 static bool cmd_ended(pid_t cmd)
@@ -563,6 +568,8 @@ static bool cmd_ended(pid_t cmd)
 	si.si_pid = 0;
 	if (waitid(P_PID, (id_t)cmd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == cmd)
 		return true;
+	if (init_outer_proc)
+		return false;
 	char path[64], st[512];
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cmd);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -598,6 +605,28 @@ static bool status_field(const char *st, const char *name, int base, unsigned lo
 	return true;
 }
 
+/* The command is not waiting in rt_sigtimedwait (sigwait, sigwaitinfo, sigtimedwait), as far
+ * as /proc/PID/syscall tells: "NR args... sp pc" while in a system call, "running", or
+ * "-1 sp pc". False when it cannot tell. */
+static bool not_in_sigwait(pid_t cmd)
+{
+	char path[64], st[72];
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)cmd);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = 0;
+	if (!strncmp(st, "running", 7))
+		return true;
+	char *end;
+	long nr = strtol(st, &end, 10);
+	return end != st && nr != SYS_rt_sigtimedwait;
+}
+
 /* Whether a signal would end the command if it arrived now: SIGKILL, or one whose default
  * action (every stop signal the init forwards ends a process by default) is sure to apply: a
  * single thread, not traced, that neither blocks, ignores nor catches it, and is not waiting
@@ -610,6 +639,10 @@ static bool sig_would_end(pid_t cmd, int sig)
 {
 	if (sig == SIGKILL)
 		return true;
+	/* before and after the masks: a command that entered or left the wait in between
+	 * would show one thing in each */
+	if (init_outer_proc || !not_in_sigwait(cmd))
+		return false;
 	char path[64], st[8192];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)cmd);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -628,20 +661,7 @@ static bool sig_would_end(pid_t cmd, int sig)
 	for (size_t i = 0; i < ARRAY_SIZE(masks); i++)
 		if (!status_field(st, masks[i], 16, &v) || (v & (1ULL << (sig - 1))))
 			return false;
-	/* "NR args... sp pc" while in a system call, "running", or "-1 sp pc" */
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)cmd);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return false;
-	n = read(fd, st, 64);
-	close(fd);
-	if (n <= 0)
-		return false;
-	st[n] = 0;
-	if (!strncmp(st, "running", 7))
-		return true;
-	char *end;
-	long nr = strtol(st, &end, 10);
-	return end != st && nr != SYS_rt_sigtimedwait;
+	return not_in_sigwait(cmd);
 }
 
 /* The init loop: signals stay blocked and are taken with sigwaitinfo, so there are no
@@ -839,6 +859,7 @@ static _Noreturn void child_main(const struct launch *L)
 			close(CFD_SYNC);
 		if (notes)
 			child_report(CFD_REPORT, REPORT_NOTE, STEP_MOUNT, 0, notes, 0);
+		init_outer_proc = notes & MOUNT_NOTE_OUTER_PROC;
 		if (r < 0)
 			fail_on(CFD_REPORT, STEP_MOUNT, r, detail,
 			        detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
