@@ -527,7 +527,9 @@ static void query_exec_none(const struct corral_config *cfg, const char *target,
 	if (!d.found)
 		snprintf(a->reason, sizeof(a->reason), "%.2048s is not found in the PATH", target);
 	else if (!d.allowed)
-		snprintf(a->reason, sizeof(a->reason), "%.2048s",
+		snprintf(a->reason, sizeof(a->reason),
+		         "%.2048s (mode none: refused as the top-level command only, not when "
+		         "something else runs it)",
 		         d.rule && d.rule->reason ? d.rule->reason
 		                                  : "not on the command allow-list");
 	else

@@ -61,8 +61,11 @@ static bool exec_allowed(const struct mcp_options *o, const char *prog, char *wh
 
 void mcp_tools_init(const struct mcp_options *o)
 {
-	char shell_why[240];
-	bool shell = exec_allowed(o, "/bin/sh", shell_why, sizeof(shell_why));
+	char shell_why[240] = "";
+	/* in mode none the server writes the code and runs the interpreter directly
+	 * (prepare_code_none): no /bin/sh involved */
+	bool shell =
+	    o->mode == CORRAL_MODE_NONE || exec_allowed(o, "/bin/sh", shell_why, sizeof(shell_why));
 	for (size_t i = 0; i < N_LANGUAGES; i++) {
 		struct language *L = &languages[i];
 		L->why[0] = '\0';

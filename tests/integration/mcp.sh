@@ -382,7 +382,16 @@ assert "run_code" not in names and "run_command" in names, names
 r = s.response(s.call_async("run_code", {"language": "python", "code": "print(1)"}))
 assert r["error"]["code"] == -32602 and "unknown tool 'run_code'" in r["error"]["message"], r
 assert s.close() == 0
+# in mode none the server writes the code itself and runs python3 on it: no /bin/sh needed
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--mode", "none", "--profile", os.environ["PROF"]]))
+s.initialize()
+tools = {t["name"]: t for t in s.response(s.request("tools/list"))["result"]["tools"]}
+assert tools["run_code"]["inputSchema"]["properties"]["language"]["enum"] == ["python"], tools.get("run_code")
+r = s.call("run_code", {"language": "python", "code": "open('nosh-none.mark', 'w').write('ran')"})
+assert not r["isError"], M.text_of(r)
+assert s.close() == 0
 PY
+	[ "$(cat "$WS/nosh-none.mark" 2>&1)" = ran ] || fail "mode none: python ran without /bin/sh allowed"
 	# an interpreter the policy hides is not offered either (can_i's exec answer)
 	[ -x /usr/bin/node ] || return 0
 	printf '%s\n' '{"filesystem":{"deny":["/usr/bin/node"]}}' >"$WS/prof/hide.json"

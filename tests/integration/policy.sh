@@ -787,7 +787,8 @@ J
 	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --exec touch --json)
 	assert_eq $? 1 "policy check --exec touch (commands.deny) in mode none"
 	assert_contains "$(jget rule <<<"$out")" "mode none, commands.deny"
-	assert_eq "$(jget reason <<<"$out")" "no touching"
+	assert_contains "$(jget reason <<<"$out")" "no touching"
+	assert_contains "$(jget reason <<<"$out")" "top-level command only"
 	out=$("$CORRAL" policy check -w "$WS" --profile "$p" --exec sh --json)
 	assert_eq $? 0
 	assert_contains "$(jget reason <<<"$out")" "top-level command only"
