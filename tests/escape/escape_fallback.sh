@@ -462,6 +462,7 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 			grep -q "@$free\$" /proc/net/unix && { echo seen >"$1"; exit 0; }
 			sleep 0.05
 		done; echo unseen >"$1") &
+		WATCH_PID=$!
 	}
 	out=$(CORRAL_TEST_LANDLOCK_ABI=5 crn netns --mode auto --json -- ./probe connect-abstract "$name" 2>/dev/null)
 	assert_eq "$(jget isolation.mountns.applied <<<"$out")" true "ABI 5, network namespace refused"
@@ -471,12 +472,12 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	# at the kernel's own ABI (scoped: connecting out is stopped anyway), binding a free name
 	watch_abstract "$ESC_C/bound"
 	crn netns --mode auto -c "$bind" >/dev/null 2>&1
-	wait
+	wait "$WATCH_PID" # (a bare wait would wait for the canary listeners too)
 	assert_eq "$(cat "$ESC_C/bound")" unseen "a host abstract name bound from the sandbox"
 	# control: in mode none the same bind shows on the host
 	watch_abstract "$ESC_C/bound"
 	cr --mode none -c "$bind" >/dev/null 2>&1
-	wait
+	wait "$WATCH_PID"
 	assert_eq "$(cat "$ESC_C/bound")" seen "control: the bind from mode none"
 	# IPC and UTS refused: each recorded, the network namespace kept
 	rm -f "$WS/ran"
