@@ -218,7 +218,14 @@ static int add_socket_rules(scmp_filter_ctx ctx, struct corral_error *err)
 		                   &fo, err)) < 0)
 			return rc;
 	}
-	return 0;
+	/* TCP upper-layer protocols (setsockopt SOL_TCP TCP_ULP): "smc" turns a TCP socket into
+	 * an SMC one, which Landlock's TCP rules then skip; the others (kTLS, espintcp) are
+	 * kernel surface a sandbox does without. ENOENT, as for a ULP the kernel lacks: TLS
+	 * libraries then keep TLS in user space. Level and name are ints: low 32 bits. */
+	struct scmp_arg_cmp ulp[2] = {
+	    SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, 6 /* SOL_TCP */),
+	    SCMP_A2_64(SCMP_CMP_MASKED_EQ, 0xffffffffu, 31 /* TCP_ULP */)};
+	return add_rule(ctx, SCMP_ACT_ERRNO(ENOENT), "setsockopt", __NR_setsockopt, 2, ulp, err);
 }
 
 /* TIOCSTI pushes bytes into a terminal's input queue: a sandboxed process that shares the

@@ -10,6 +10,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -85,13 +86,36 @@ static int loaded_program_denies(const struct seccomp_opts *o)
 		/* plain TCP stays, without Fast Open (a connect that Landlock does not see) */
 		if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
 			_exit(6);
-		struct sockaddr_in to = {.sin_family = AF_INET,
-		                         .sin_port = htons(1),
-		                         .sin_addr = {htonl(INADDR_LOOPBACK)}};
-		errno = 0;
-		if (sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)) != -1 ||
-		    errno != EOPNOTSUPP)
+		/* on a UDP socket the kernel ignores MSG_FASTOPEN and TCP options fail otherwise:
+		 * EOPNOTSUPP and ENOENT here can only come from the filter, whatever the host's
+		 * tcp_fastopen and its ULP modules */
+		int u = socket(AF_INET, SOCK_DGRAM, 0);
+		if (u < 0)
 			_exit(7);
+		struct sockaddr_in to = {.sin_family = AF_INET,
+		                         .sin_port = htons(9),
+		                         .sin_addr = {htonl(INADDR_LOOPBACK)}};
+		struct iovec iov = {.iov_base = "x", .iov_len = 1};
+		struct msghdr mh = {
+		    .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov, .msg_iovlen = 1};
+		struct mmsghdr mm = {.msg_hdr = mh};
+		errno = 0;
+		if (sendto(u, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&to, sizeof(to)) != -1 ||
+		    errno != EOPNOTSUPP)
+			_exit(8);
+		errno = 0;
+		if (sendmsg(u, &mh, MSG_FASTOPEN) != -1 || errno != EOPNOTSUPP)
+			_exit(9);
+		errno = 0;
+		if (sendmmsg(u, &mm, 1, MSG_FASTOPEN) != -1 || errno != EOPNOTSUPP)
+			_exit(10);
+		/* control: the same datagram without the flag goes */
+		if (sendto(u, "x", 1, 0, (struct sockaddr *)&to, sizeof(to)) != 1)
+			_exit(11);
+		errno = 0;
+		if (setsockopt(u, 6 /* SOL_TCP */, 31 /* TCP_ULP */, "smc", 3) != -1 ||
+		    errno != ENOENT)
+			_exit(12);
 		_exit(0);
 	}
 	seccomp_prog_free(&p);
