@@ -211,10 +211,13 @@ struct mcp_plan {
 	json_t *answer;        /* MCP_PREP_ANSWERED: the CallToolResult (owned) */
 	json_t *queries;       /* MCP_PREP_ANSWERED by can_i: the policy answers, an array of
 	                          {op, target, allowed, rule, reason} for the audit (owned) */
-	char *code_file;       /* run_code in mode none: the server's file of the code, removed
-	                          with the plan (owned) */
+	char *code_file;       /* run_code in mode none: the server's file of the code, in ... */
+	char *code_dir;        /* ... a private directory of its own; both removed with the
+	                          plan, or when the call responds (owned) */
 };
 void mcp_plan_free(struct mcp_plan *p);
+/* Remove run_code's code file and its directory (mode none), if any. */
+void mcp_plan_remove_code(struct mcp_plan *p);
 
 enum mcp_prepare {
 	MCP_PREP_OK = 0,       /* plan->cfg is ready to run */

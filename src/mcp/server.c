@@ -817,6 +817,9 @@ static void call_retire(struct server *s, struct call *c)
 
 static void respond(struct server *s, struct call *c, json_t *result)
 {
+	/* run_code in mode none: its code file goes before the reply, so a client that looks
+	 * right after it finds nothing left (the run has ended when a call responds) */
+	mcp_plan_remove_code(&c->plan);
 	if (c->cancelled) { /* the specification: a cancelled request gets no response */
 		json_decref(result);
 		return;

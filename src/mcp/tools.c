@@ -39,7 +39,8 @@ static struct language languages[] = {
 #define HEADLINE_MAX 1000
 
 /* The wrapper that writes the code to a file runs as /bin/sh -c: a language is offered only
- * when the server's policy lets the sandbox execute both /bin/sh and the interpreter (the
+ * when the server's policy lets the sandbox execute both /bin/sh (not in mode none, where the
+ * server writes the file: prepare_code_none) and the interpreter (the
  * same answer can_i gives: found through the sandbox's PATH, visible, and not refused by a
  * command rule). Asked once, at start: the policy is fixed for the server's life. Returns
  * true when allowed; else why says why not. */
@@ -759,11 +760,19 @@ void mcp_plan_free(struct mcp_plan *p)
 		free(p->argv);
 	}
 	free(p->command);
-	if (p->code_file) {
-		unlink(p->code_file);
-		free(p->code_file);
-	}
+	mcp_plan_remove_code(p);
 	memset(p, 0, sizeof(*p));
+}
+
+void mcp_plan_remove_code(struct mcp_plan *p)
+{
+	if (p->code_file)
+		unlink(p->code_file);
+	if (p->code_dir)
+		rmdir(p->code_dir); /* fails, and stays, if the program left files next to it */
+	free(p->code_file);
+	free(p->code_dir);
+	p->code_file = p->code_dir = NULL;
 }
 
 static int bad(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -1123,9 +1132,11 @@ static const char *sandbox_tmpdir(const corral_config *cfg, char *buf, size_t n)
 
 /* Mode none: nothing isolates /tmp, so the file the wrapper makes there would outlive the run
  * (the interpreter replaces the shell that wrote it, and no private /tmp goes away with the
- * sandbox). The server writes the code itself, with mkostemp (mode 0600) in the TMPDIR the
- * command would have used, and removes the file with the call's plan, after the run; the
- * interpreter runs it directly. Called once the call's env is applied. */
+ * sandbox). The server writes the code itself, into a directory of its own (mkdtemp, 0700)
+ * in the TMPDIR the command would have used: the script's directory is on the interpreter's
+ * module path (Python's sys.path[0]), and a shared /tmp there would let another user plant
+ * modules. Both go when the call responds; the interpreter runs the file directly. Called
+ * once the call's env is applied. */
 static int prepare_code_none(const json_t *args, struct mcp_plan *plan, char *why, size_t n)
 {
 	const char *lang = json_string_value(json_object_get(args, "language"));
@@ -1140,19 +1151,31 @@ static int prepare_code_none(const json_t *args, struct mcp_plan *plan, char *wh
 	const char *text = json_string_value(code);
 	char dir[PATH_MAX];
 	sandbox_tmpdir(plan->cfg, dir, sizeof(dir));
-	char *path = NULL;
-	if (asprintf(&path, "%s/corral-code.XXXXXX", dir) < 0)
+	if (strlen(dir) > PATH_MAX - 64)
+		return bad(why, n, "code: TMPDIR is too long for a file of the code: %.200s...",
+		           dir);
+	if (asprintf(&plan->code_dir, "%s/corral-code.XXXXXX", dir) < 0) {
+		plan->code_dir = NULL;
 		return bad(why, n, "out of memory");
-	int fd = mkostemp(path, O_CLOEXEC);
-	if (fd < 0) {
+	}
+	if (!mkdtemp(plan->code_dir)) {
 		int e = errno;
-		free(path);
+		free(plan->code_dir);
+		plan->code_dir = NULL;
 		return bad(why, n,
-		           "code: cannot make a file for it in %.200s: %s; point TMPDIR at a "
+		           "code: cannot make a directory for it in %.200s: %s; point TMPDIR at a "
 		           "writable directory",
 		           dir, strerror(e));
 	}
-	plan->code_file = path; /* removed by mcp_plan_free, on any return */
+	static const char *const ext[] = {"py", "js", "sh", "sh"}; /* as languages[] */
+	_Static_assert(sizeof(ext) / sizeof(ext[0]) == N_LANGUAGES, "one extension a language");
+	char *path = NULL;
+	if (asprintf(&path, "%s/code.%s", plan->code_dir, ext[L - languages]) < 0)
+		return bad(why, n, "out of memory");
+	plan->code_file = path; /* both removed by mcp_plan_remove_code, on any return */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return bad(why, n, "code: cannot write it to %.200s: %s", path, strerror(errno));
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, text + off, len - off);
 		if (w < 0 && errno == EINTR)

@@ -440,9 +440,10 @@ for mode, extra, env in (("none", ["--mode", "none", "--allow-env", "TMPDIR"], {
         assert not r["isError"] and len(out) == 3, M.text_of(r)
         name, fmode, pid = out
         where = tmpd if env else "/tmp"
-        # in mode none the server makes the file (mkostemp) where the command's TMPDIR
-        # says, and removes it after the run: nothing isolates /tmp there
-        assert re.fullmatch(re.escape(where) + r"/corral-code\." + (r"[A-Za-z0-9]{6}" if env else uuid), name), (mode, name)
+        # in mode none the server makes the file, in a 0700 directory of its own (the
+        # script's directory is on Python's module path), where the command's TMPDIR says,
+        # and removes both when the call responds: nothing isolates /tmp there
+        assert re.fullmatch(re.escape(where) + (r"/corral-code\.[A-Za-z0-9]{6}/code\.py" if env else r"/corral-code\." + uuid), name), (mode, name)
         assert fmode == "0o600", (mode, name, fmode)
         if env:
             assert not os.path.exists(name), name  # gone from the host after the run
@@ -450,8 +451,14 @@ for mode, extra, env in (("none", ["--mode", "none", "--allow-env", "TMPDIR"], {
     assert names[0] != names[1], names
     if env:
         assert os.listdir(tmpd) == [], os.listdir(tmpd)  # nothing left in the shared TMPDIR
+        # the module path starts at the script's own 0700 directory, not the shared TMPDIR
+        r = s.call("run_code", {"language": "python", "env": env, "code":
+            "import os, stat, sys\nd = os.path.dirname(os.path.abspath(__file__))\n"
+            "print(oct(stat.S_IMODE(os.stat(d).st_mode)), sys.path[0] == d, d != os.environ['TMPDIR'])"})
+        assert not r["isError"] and r["structuredContent"]["stdout"] == "0o700 True True\n", M.text_of(r)
+        assert os.listdir(tmpd) == [], os.listdir(tmpd)
     r = s.call("run_code", dict({"language": "sh", "code": "echo \"$0\"; echo x > um-%s-sh.txt" % mode}, **({"env": env} if env else {})))
-    assert not r["isError"] and re.search(r"/corral-code\.(" + uuid + r"|[A-Za-z0-9]{6})$", r["structuredContent"]["stdout"].strip()), M.text_of(r)
+    assert not r["isError"] and re.search(r"/corral-code\.(" + uuid + r"|[A-Za-z0-9]{6}/code\.sh)$", r["structuredContent"]["stdout"].strip()), M.text_of(r)
     if env:
         assert os.listdir(tmpd) == [], os.listdir(tmpd)
     assert s.close() == 0
