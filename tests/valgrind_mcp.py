@@ -51,9 +51,14 @@ def main():
     assert r["structuredContent"]["stdout"] == "y\n"
     r = s.call("can_i", {"op": "write", "target": "src/x.c"}, timeout=T)
     assert not r["isError"] and r["structuredContent"]["allowed"] is True, r
+    # mode none isolates nothing: paths and the network are the host's (rule "mode none"),
+    # and only the command rules answer no (here: a command that is not found)
     r = s.call("can_i", {"queries": [{"op": "connect", "target": "h:1"}, {"op": "exec", "target": "sh"},
-                                     {"op": "read", "target": "/etc/shadow"}]}, timeout=T)
-    assert [a["allowed"] for a in r["structuredContent"]["answers"]] == [False, True, False], r
+                                     {"op": "read", "target": "/etc/shadow"},
+                                     {"op": "exec", "target": "no-such-command-vg"}]}, timeout=T)
+    answers = r["structuredContent"]["answers"]
+    assert [a["allowed"] for a in answers] == [True, True, True, False], r
+    assert [a["rule"] for a in answers][0::2] == ["mode none", "mode none"], r
     for bad in ({}, {"op": "fly", "target": "x"}, {"queries": [{"op": "read"}]}, {"queries": 3},
                 {"op": "read", "target": "x", "queries": []}):
         assert s.call("can_i", bad, timeout=T)["isError"]
