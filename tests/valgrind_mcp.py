@@ -128,7 +128,9 @@ def main():
     s.initialize("2025-03-26")
     r = s.call("run_command", {"command": "echo $A $PY_Q", "env": {"PY_Q": "q"}}, timeout=T)
     assert r["content"][0]["text"].endswith("--- stdout ---\nb q\n--- stderr ---\n(empty)\n"), r
-    assert s.call("can_i", {"op": "read", "target": "audit.db"}, timeout=T)["content"][0]["text"].startswith("denied")
+    # mode none enforces no --hide (can_i says so); the profile's command rule still holds
+    assert s.call("can_i", {"op": "read", "target": "audit.db"}, timeout=T)["content"][0]["text"].startswith("allowed")
+    assert s.call("can_i", {"op": "exec", "target": "wget"}, timeout=T)["content"][0]["text"].startswith("denied")
     assert s.call("run_command", {"command": "true", "env": {"OTHER": "1"}}, timeout=T)["isError"]
     rc2 = s.close(timeout=T)
     logs.append(log2)
