@@ -739,6 +739,12 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 				/* kill(-cmd) reaches the command only in its own group */
 				stop_fatal =
 				    !ended_first && getpgid(cmd) == cmd && sig_would_end(cmd, sig);
+				/* Once more, just before the kill: a command that began to exit
+				 * meanwhile also makes /proc refuse the reads above (without its mm
+				 * its files belong to root: EACCES unless the init is root), so an
+				 * undecided answer may mean just that. */
+				if (!ended_first && !stop_fatal)
+					ended_first = cmd_ended(cmd);
 			}
 			stopped = true;
 			kill(-cmd, sig);
