@@ -560,6 +560,23 @@ static void init_kill_all(const struct launch *L, pid_t cmd, int *status)
  * nothing about the command. */
 static bool init_outer_proc;
 
+/* Read /proc/PID/NAME of the command into buf, NUL-terminated (async-signal-safe: the init
+ * is a forked copy). False when it cannot be read. */
+static bool read_proc(pid_t cmd, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)cmd, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
 /* Whether the command has ended, without reaping it: a zombie, or on its way out (PF_EXITING
  * in /proc/PID/stat: it called exit before the signal came, which then does nothing to it). */
 static bool cmd_ended(pid_t cmd)
@@ -570,16 +587,9 @@ static bool cmd_ended(pid_t cmd)
 		return true;
 	if (init_outer_proc)
 		return false;
-	char path[64], st[512];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)cmd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char st[512];
+	if (!read_proc(cmd, "stat", st, sizeof(st)))
 		return false;
-	ssize_t n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	st[n] = 0;
 	/* "pid (comm) state ppid pgrp session tty_nr tpgid flags ... num_threads ..."; comm may
 	 * hold ')'. PF_EXITING counts only for a single thread: a leader that called
 	 * pthread_exit has it while its other threads run on. */
@@ -610,16 +620,9 @@ static bool status_field(const char *st, const char *name, int base, unsigned lo
  * "-1 sp pc". False when it cannot tell. */
 static bool not_in_sigwait(pid_t cmd)
 {
-	char path[64], st[72];
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)cmd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char st[72];
+	if (!read_proc(cmd, "syscall", st, sizeof(st)))
 		return false;
-	ssize_t n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	st[n] = 0;
 	if (!strncmp(st, "running", 7))
 		return true;
 	char *end;
@@ -643,16 +646,9 @@ static bool sig_would_end(pid_t cmd, int sig)
 	 * would show one thing in each */
 	if (init_outer_proc || !not_in_sigwait(cmd))
 		return false;
-	char path[64], st[8192];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)cmd);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char st[8192];
+	if (!read_proc(cmd, "status", st, sizeof(st)))
 		return false;
-	ssize_t n = read(fd, st, sizeof(st) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	st[n] = 0;
 	unsigned long long v;
 	if (!status_field(st, "\nThreads:", 10, &v) || v != 1 ||
 	    !status_field(st, "\nTracerPid:", 10, &v) || v != 0)
