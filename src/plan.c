@@ -223,8 +223,8 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 		return;
 	const char *skip = "unavailable on this host (mode auto)";
 	/* the namespaces the host refused while the others stayed (plan_drop_some_namespaces) */
-	char why[4][96];
-	for (int i = 0; i < 4; i++)
+	char why[4][96] = {{0}};
+	for (int i = 0; L->ns_refused && i < 4; i++) /* (only on the fallback, not every launch) */
 		snprintf(why[i], sizeof(why[i]), "refused by the host (%s; mode auto)",
 		         strerror(L->ns_refused_errno[i]));
 	/* the limits as they now stand (plan_drop_namespaces rebuilds them after a fall back) */
@@ -251,11 +251,12 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	} else {
 		record(res, "netns", L->netns, L->netns ? "loopback only" : skip);
 	}
-	char id[300];
-	snprintf(id, sizeof(id),
-	         "host IPC shared: the host's System V objects and POSIX message queues that the "
-	         "caller's user may use are reachable; %s",
-	         why[1]);
+	char id[300] = "";
+	if (L->ns_refused & CLONE_NEWIPC)
+		snprintf(id, sizeof(id),
+		         "host IPC shared: the host's System V objects and POSIX message queues "
+		         "that the caller's user may use are reachable; %s",
+		         why[1]);
 	record(res, "ipcns", L->ipcns,
 	       L->ipcns                       ? "private"
 	       : L->ns_refused & CLONE_NEWIPC ? id
