@@ -84,9 +84,13 @@ static void setup(void)
 	setenv("HOME", p, 1);
 }
 
+/* The rule of the last answer ask() got ("" after EINVAL). */
+static char last_rule[256];
+
 /* Ask one question; the answer is 1 (allowed), 0 (denied) or EINVAL for a bad target. */
 static int ask(const corral_config *cfg, const char *op, const char *target)
 {
+	last_rule[0] = '\0';
 	char *doc = NULL;
 	struct corral_error err;
 	memset(&err, 0, sizeof(err));
@@ -100,6 +104,8 @@ static int ask(const corral_config *cfg, const char *op, const char *target)
 	FZ_CHECK(o && json_is_boolean(json_object_get(o, "allowed")) &&
 	         json_is_true(json_object_get(o, "allowed")) == (r == 1) &&
 	         json_is_string(json_object_get(o, "rule")));
+	snprintf(last_rule, sizeof(last_rule), "%s",
+	         json_string_value(json_object_get(o, "rule")));
 	json_decref(o);
 	free(doc);
 	return r;
@@ -147,10 +153,18 @@ static void merge_and_plan(const struct profile *p)
 	json_decref(o);
 	free(doc);
 
-	/* deny wins: a denied path is never readable or writable */
+	/* deny wins: a denied path is never readable or writable. Mode none enforces no path
+	 * rule, and the answer says so: allowed by the rule "mode none" and nothing else. */
+	bool none = cfg->mode == CORRAL_MODE_NONE;
 	for (size_t i = 0; i < p->n_deny && i < 8; i++) {
-		if (ask(cfg, "read", p->fs_deny[i]) == 1 || ask(cfg, "write", p->fs_deny[i]) == 1)
-			__builtin_trap();
+		static const char *const ops[] = {"read", "write"};
+		for (size_t k = 0; k < 2; k++) {
+			int r = ask(cfg, ops[k], p->fs_deny[i]);
+			if (none)
+				FZ_CHECK(r == CORRAL_EINVAL || (r == 1 && !strcmp(last_rule, "mode none")));
+			else
+				FZ_CHECK(r != 1);
+		}
 	}
 	for (size_t i = 0; i < p->n_read && i < 4; i++)
 		ask(cfg, "read", p->fs_read[i]);
