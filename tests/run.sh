@@ -96,6 +96,14 @@ for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
 	fi
 	[ -f "$f" ] && source "$f"
 done
+# Each test's bash sources the suite as one file of definitions (write_prelude, lib.sh).
+export CORRAL_PRELUDE="$SCRATCH/prelude.sh"
+if ! write_prelude "$CORRAL_PRELUDE" "$ROOT"; then
+	FAILED=$((FAILED + 1))
+	FAILED_NAMES+=(prelude)
+	echo "  [$WHO] FAIL the suite's prelude could not be written; every test sources the files"
+	unset CORRAL_PRELUDE
+fi
 for t in $(declare -F | awk '{print $3}' | grep '^test_' | sort); do
 	if [ -n "${TESTS:-}" ] && ! [[ $t == *${TESTS}* ]]; then continue; fi
 	run_one "$t"

@@ -357,14 +357,14 @@ esc_ev_after() {
 }
 
 # Run CASE (a function) for DOOR (cli or mcp) inside the evidence checks. The test's shell
-# first re-executes itself as a child subreaper (probe subreaper), sourcing the suite again.
+# first re-executes itself as a child subreaper (probe subreaper), sourcing the suite again
+# (the runner's prelude, suite_source_cmd).
 esc_run_case() { # DOOR CASE
 	export CORRAL_VIA=$1
 	local fn=$2 rc ev
 	if [ "${ESC_SUBREAPER:-}" != "$$" ] && [ -x "${PROBE:-}" ] && [ -d "${TESTDIR:-}" ]; then
 		export ESC_SUBREAPER=$$ # exec keeps the pid
-		exec "$PROBE" subreaper bash -c "set -u; source '$TESTDIR/lib.sh'
-			for f in '$TESTDIR'/integration/*.sh '$TESTDIR'/escape/*.sh; do [ -f \"\$f\" ] && source \"\$f\"; done
+		exec "$PROBE" subreaper bash -c "set -u; $(suite_source_cmd)
 			${FUNCNAME[1]}"
 	fi
 	[ "${ESC_SUBREAPER:-}" = "$$" ] || fail "host-side evidence: cannot make the test's shell a subreaper (PROBE=${PROBE:-unset})"
