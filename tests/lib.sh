@@ -132,8 +132,12 @@ run_one() {
 	local ws
 	ws=$(mktemp -d /tmp/corral-ws.XXXXXX)
 	chmod 0755 "$ws"
+	local t0=$EPOCHREALTIME
 	out=$( (export WS=$ws; cd "$ws" && timeout "$TEST_TIMEOUT" bash -c "set -u; $(suite_source_cmd); $t") 2>&1)
 	rc=$?
+	# how long each test took, for the runner's list of the slowest (TEST_TIMES)
+	[ -z "${TEST_TIMES:-}" ] || awk -v a="$t0" -v b="$EPOCHREALTIME" -v t="$t" \
+		'BEGIN { printf "%.1f %s\n", b - a, t }' >>"$TEST_TIMES"
 	rm -rf "$ws" 2>/dev/null
 	if [ $rc -eq 0 ]; then
 		PASSED=$((PASSED + 1))

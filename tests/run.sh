@@ -96,6 +96,9 @@ for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
 	fi
 	[ -f "$f" ] && source "$f"
 done
+# Each test's duration goes here; the pass ends with its total and the slowest ones.
+TEST_TIMES="$SCRATCH/times"
+: >"$TEST_TIMES"
 # Each test's bash sources the suite as one file of definitions (write_prelude, lib.sh).
 export CORRAL_PRELUDE="$SCRATCH/prelude.sh"
 if ! write_prelude "$CORRAL_PRELUDE" "$ROOT"; then
@@ -124,6 +127,10 @@ if [ -z "${CORRAL_SECOND_PASS:-}" ]; then
 	WHO=$WHO0
 fi
 
+if [ -s "$TEST_TIMES" ]; then
+	note "== integration and escape tests ($WHO): $(wc -l <"$TEST_TIMES") runs in $(awk '{ s += $1 } END { printf "%.0f", s }' "$TEST_TIMES") s; the slowest:"
+	sort -rn "$TEST_TIMES" | head -8 | sed 's/^/     /; s/ test_/ s  test_/'
+fi
 rm -rf "$SCRATCH"
 
 if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
