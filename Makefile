@@ -51,13 +51,28 @@ $(BUILD)/libcorral.a: $(LIB_OBJS)
 $(BUILD)/libcorral.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcorral.so.0 -o $@ $^ $(LDLIBS)
 
-# The CLI links its libraries statically (glibc stays dynamic): one launch is a few
-# milliseconds, and resolving four shared libraries at every start is a tenth of that.
-STATIC_LIBS := -Wl,-Bstatic $(shell pkg-config --libs $(PKGS) 2>/dev/null) -Wl,-Bdynamic \
-	-lm -lpthread -ldl
+# The CLI is a static PIE, glibc included: a one-shot launch starts the binary every time,
+# and the dynamic loader's mapping, relocation and symbol lookups (glibc's ~240 imports) were
+# a tenth of it (docs/DESIGN.md §18). corral calls nothing of glibc that loads modules at
+# run time (no NSS lookups, no iconv, no dlopen); the linker's warning about dlopen in a
+# static binary comes from SQLite's extension loading, which corral never enables.
+# CORRAL_LINK=dynamic links glibc dynamically (the other libraries stay static): the
+# sanitizer build needs it (ASan has no static runtime), and so does valgrind, whose leak
+# check replaces a dynamic malloc ($(BUILD)/corral-dynamic, check-valgrind).
+CORRAL_LINK ?= static
+LIB_STATIC := -Wl,-Bstatic $(shell pkg-config --libs $(PKGS) 2>/dev/null) -Wl,-Bdynamic
+ifeq ($(CORRAL_LINK),dynamic)
+CLI_LINK := $(LIB_STATIC) -lm -lpthread -ldl
+else
+CLI_LINK := -static-pie $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+endif
 
 $(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(STATIC_LIBS) $(EXTRA_LDFLAGS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(CLI_LINK) $(EXTRA_LDFLAGS)
+
+$(BUILD)/corral-dynamic: $(CLI_OBJS) $(BUILD)/libcorral.a
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(LIB_STATIC) -lm -lpthread -ldl \
+		$(EXTRA_LDFLAGS)
 
 # ---- install ----------------------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library (static and shared),
@@ -126,12 +141,12 @@ check: $(TEST_BINS)
 	BUILD=$(BUILD) tests/run.sh
 
 check-asan:
-	CORRAL_SANITIZED=1 $(MAKE) BUILD=build-asan CC=clang CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
+	CORRAL_SANITIZED=1 $(MAKE) BUILD=build-asan CC=clang CORRAL_LINK=dynamic CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" check
 
 # corral mcp under valgrind memcheck, through a scripted session of every tool and error
 # path: zero errors, zero leaks (tests/valgrind_mcp.py explains its --mode none).
-check-valgrind: $(BUILD)/corral
-	python3 tests/valgrind_mcp.py $(BUILD)/corral
+check-valgrind: $(BUILD)/corral-dynamic
+	python3 tests/valgrind_mcp.py $(BUILD)/corral-dynamic
 
 # The MCP soak: 10,000 sequential and 2 x 2,000 concurrent calls against one server; every
 # answer arrives, the audit store holds every call, RSS stays flat (tests/soak_mcp.py).
