@@ -9,9 +9,10 @@
  * kept for a filesystem entry is inside the text; a profile the parser accepts is accepted by
  * the configuration setters too (the parser's checks are the setters', so that every error a
  * user sees has a position); the plan builds and is valid JSON with its sections; queries
- * answer any entry; a path in filesystem.deny is never readable or writable, and a command in
- * commands.deny is never executable (deny wins); under an allow-list a command not listed is
- * never executable.
+ * answer any entry; a path in filesystem.deny is never readable or writable (in mode none,
+ * which enforces no path rule, the answer is "allowed" by the rule "mode none" and nothing
+ * else), and a command in commands.deny is never executable (deny wins); under an allow-list
+ * a command not listed is never executable.
  *
  *   tests/fuzz/run.sh 30 profile builds and runs it; by hand (after building
  *   build-fuzz/libcorral.a, see fuzz_parse.c):
