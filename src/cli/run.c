@@ -299,40 +299,29 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 
 static bool cancelled_by_signal;
 
-/* What run_with_signals leaves for run_release: the sandbox, whose init may still be tearing
- * its namespaces down, and the signal handling around it. */
-struct sig_run {
-	corral_proc *p;
-	int sfd;
-	sigset_t old;
-};
-
 /* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
- * grace, so that Ctrl-C still ends in a result. The result is complete when the init reports
- * the command's end (DESIGN §18); the init's own exit, the teardown of the sandbox's
- * namespaces, and the host state released after it (the run's cgroup, the placeholders) are
- * left to run_release, so that the caller records and prints the result on this CPU while
- * the kernel tears the sandbox down on the other. */
+ * grace, so that Ctrl-C still ends in a result. */
 static struct corral_result *run_with_signals(const corral_config *cfg, const struct run_opts *o,
                                               struct audit **store, bool *store_tried,
-                                              struct sig_run *sr, struct corral_error *err)
+                                              struct corral_error *err)
 {
-	sigset_t set;
+	sigset_t set, old;
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, &sr->old);
-	sr->p = NULL;
-	sr->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct corral_result *res = NULL;
-	if (sr->sfd < 0 || corral_spawn(cfg, &sr->p, err) < 0) {
-		sr->p = NULL;
+	corral_proc *p = NULL;
+	if (sfd < 0 || corral_spawn(cfg, &p, err) < 0) {
+		if (sfd >= 0)
+			close(sfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		/* corral_run describes the failure in a result of its own */
 		corral_run(cfg, &res, err);
 		return res;
 	}
-	corral_proc *p = sr->p;
 	/* The audit store is opened while the sandbox builds itself and runs (SQLite's open
 	 * reads the WAL into its index): off the launch's path on an idle second core. */
 	if (!(o->audit && !strcmp(o->audit, "off"))) {
@@ -340,14 +329,14 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 		*store_tried = true;
 	}
 	struct pollfd pfd[2] = {{.fd = corral_proc_fd(p), .events = POLLIN},
-	                        {.fd = sr->sfd, .events = POLLIN}};
+	                        {.fd = sfd, .events = POLLIN}};
 	int r = 0;
 	while (r == 0) {
 		if (poll(pfd, 2, corral_proc_next_timeout_ms(p)) < 0 && errno != EINTR)
 			break;
 		if (pfd[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
-			if (read(sr->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				cancelled_by_signal = true;
 				corral_proc_cancel(p, cfg->kill_after_ms, NULL);
 			}
@@ -356,25 +345,15 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 	}
 	if (r == 1)
 		corral_proc_result(p, &res, err);
+	corral_proc_destroy(p);
+	/* A signal that came after the run had ended (during the teardown) has nothing left to
+	 * cancel: drop it. Unblocked, it would end corral before it printed the result. */
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return res;
-}
-
-/* The end of run_with_signals: wait for the sandbox's teardown, release what it held on the
- * host, and restore the signal mask. A signal that came after the run had ended (while its
- * result was recorded and printed) is dropped: it has nothing left to cancel, and unblocked
- * it would end corral with the result printed but not its exit status. */
-static void run_release(struct sig_run *sr)
-{
-	corral_proc_destroy(sr->p);
-	sr->p = NULL;
-	if (sr->sfd >= 0) {
-		struct signalfd_siginfo si;
-		while (read(sr->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-			;
-		close(sr->sfd);
-	}
-	sr->sfd = -1;
-	sigprocmask(SIG_SETMASK, &sr->old, NULL);
 }
 
 /* Open the audit store of o (not "off") with its retention; a failure is a warning. */
@@ -598,8 +577,7 @@ int cmd_run(int argc, char **argv)
 	clock_gettime(CLOCK_REALTIME, &t0);
 	struct audit *store = NULL;
 	bool store_tried = false;
-	struct sig_run sr;
-	struct corral_result *res = run_with_signals(cfg, &o, &store, &store_tried, &sr, &err);
+	struct corral_result *res = run_with_signals(cfg, &o, &store, &store_tried, &err);
 	if (!res && store) {
 		audit_close(store); /* no result to record */
 		store = NULL;
@@ -647,8 +625,6 @@ int cmd_run(int argc, char **argv)
 	} else {
 		cli_error("%s", err.message);
 	}
-	fflush(stdout);
-	run_release(&sr);
 	corral_config_free(cfg);
 	return code;
 }
