@@ -6,7 +6,12 @@ record and EOF with calls still running; then two short sessions for a profile f
 policy flags, an audit store that cannot be opened, and a bad profile. Exits non-zero on any
 valgrind error or leak.
 
-    python3 tests/valgrind_mcp.py build/corral
+    python3 tests/valgrind_mcp.py build/corral-dynamic
+
+The binary must be dynamically linked (make build/corral-dynamic; build/corral is a static
+PIE): memcheck finds leaks and heap errors by replacing malloc, which it can do only in a
+shared libc, and against a static binary it would report nothing and pass. A binary without
+an ELF interpreter is refused.
 
 Valgrind runs the cloned sandbox child on its emulated CPU too, and it emulates neither
 seccomp, Landlock nor openat2, and it refuses any setrlimit(RLIMIT_NOFILE) whose hard limit
@@ -19,8 +24,28 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mcp_client as M  # noqa: E402
 
 
+def has_interpreter(path):
+    """Whether the ELF file at path names a dynamic loader (a PT_INTERP program header)."""
+    import struct
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit ELF only
+            return False
+        end = "<" if head[5] == 1 else ">"
+        phoff, = struct.unpack(end + "Q", head[32:40])
+        phentsize, phnum = struct.unpack(end + "HH", head[54:58])
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return any(struct.unpack(end + "I", table[i * phentsize:i * phentsize + 4])[0] == 3
+               for i in range(phnum))
+
+
 def main():
-    corral = sys.argv[1] if len(sys.argv) > 1 else "build/corral"
+    corral = sys.argv[1] if len(sys.argv) > 1 else "build/corral-dynamic"
+    if not has_interpreter(corral):
+        sys.exit(f"valgrind_mcp: {corral} is statically linked: memcheck cannot replace its "
+                 "malloc and would find no leak; give a dynamically linked build "
+                 "(make build/corral-dynamic)")
     ws = tempfile.mkdtemp(prefix="corral-vg-")
     log = os.path.join(ws, "valgrind.log")
     vg = ["valgrind", "--leak-check=full", "--show-leak-kinds=definite,indirect,possible",
