@@ -102,15 +102,24 @@ PY
 write_prelude() { # OUT ROOT
 	ROOT=$2 bash -c '
 		set -u
-		prelude_base=" $(compgen -v | tr "\n" " ") "
+		# what each variable was before the files: one they set (new, or changed from the
+		# environment) goes into the prelude; bash keeps its own ones changing by themselves
+		declare -A prelude_was
+		for prelude_v in $(compgen -v); do
+			prelude_was[$prelude_v]=$(declare -p "$prelude_v" 2>/dev/null)
+		done
 		source "$ROOT/tests/lib.sh" || exit 1
 		for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
 			[ -f "$f" ] && { source "$f" || exit 1; }
 		done
 		unset f
 		for prelude_v in $(compgen -v); do
-			case $prelude_v in prelude_base | prelude_v) continue ;; esac
-			[[ $prelude_base == *" $prelude_v "* ]] || declare -p "$prelude_v"
+			case $prelude_v in
+			prelude_* | BASH* | FUNCNAME | RANDOM | SRANDOM | SECONDS | EPOCH* | LINENO | \
+				PIPESTATUS | _ | HISTCMD | PWD | OLDPWD | SHLVL | COLUMNS | LINES) continue ;;
+			esac
+			prelude_now=$(declare -p "$prelude_v" 2>/dev/null) || continue
+			[ "${prelude_was[$prelude_v]-}" = "$prelude_now" ] || printf "%s\n" "$prelude_now"
 		done
 		declare -f
 	' >"$1" && chmod a+r "$1"
