@@ -34,6 +34,8 @@ cp "$CORRAL" "$tmp/bin/corral"
 # The kernel's floor for a launch with a fresh set of namespaces (bench/nsfloor.c).
 cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/nsfloor" "$BENCH/nsfloor.c"
 export BENCH_NSFLOOR="$tmp/bin/nsfloor"
+# What this machine charges for a system call, a page fault, fork and spawn (bench/machine.c).
+cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/machine" "$BENCH/machine.c"
 export CORRAL_SOURCE="$CORRAL" CORRAL="$tmp/bin/corral"
 export BENCH_WORKSPACE="$tmp/ws"
 # corral's audit store (SQLite) starts empty for every run and never touches the user's own.
@@ -45,6 +47,7 @@ mkdir -p "$BENCH_RESULTS"
 
 parts="${BENCH_ONLY:-launch server memory flood}"
 python3 "$BENCH/quiet.py" before
+"$tmp/bin/machine" >"$BENCH_RESULTS/machine.json" || rm -f "$BENCH_RESULTS/machine.json"
 # Each part runs under a monitor of the CPU that other users' processes take meanwhile; on a
 # shared 2-core machine a part that ran alongside more than 15% of foreign load is run again
 # (up to BENCH_RETRIES times, default 2), after waiting for quiet when BENCH_WAIT_QUIET is set.
