@@ -102,10 +102,13 @@ PY
 write_prelude() { # OUT ROOT
 	ROOT=$2 bash -c '
 		set -u
+		# every variable by name, declared-only ones too ("declare -A SES_IN" has no value,
+		# and compgen -v leaves it out)
+		prelude_names() { declare -p | sed -n "s/^declare -[^ ]* \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p"; }
 		# what each variable was before the files: one they set (new, or changed from the
 		# environment) goes into the prelude; bash keeps its own ones changing by themselves
 		declare -A prelude_was
-		for prelude_v in $(compgen -v); do
+		for prelude_v in $(prelude_names); do
 			prelude_was[$prelude_v]=$(declare -p "$prelude_v" 2>/dev/null)
 		done
 		source "$ROOT/tests/lib.sh" || exit 1
@@ -113,7 +116,7 @@ write_prelude() { # OUT ROOT
 			[ -f "$f" ] && { source "$f" || exit 1; }
 		done
 		unset f
-		for prelude_v in $(compgen -v); do
+		for prelude_v in $(prelude_names); do
 			case $prelude_v in
 			prelude_* | BASH* | FUNCNAME | RANDOM | SRANDOM | SECONDS | EPOCH* | LINENO | \
 				PIPESTATUS | _ | HISTCMD | PWD | OLDPWD | SHLVL | COLUMNS | LINES) continue ;;
@@ -121,8 +124,18 @@ write_prelude() { # OUT ROOT
 			prelude_now=$(declare -p "$prelude_v" 2>/dev/null) || continue
 			[ "${prelude_was[$prelude_v]-}" = "$prelude_now" ] || printf "%s\n" "$prelude_now"
 		done
+		unset -f prelude_names
 		declare -f
-	' >"$1" && chmod a+r "$1"
+	' >"$1" && chmod a+r "$1" || return 1
+	# The proof: a bash that sourced the prelude holds the same variables (with their
+	# attributes) and functions as one that sourced the files, but for bash's own.
+	local state='declare -p | grep -avE "^declare -[^ ]* (BASH|FUNCNAME|RANDOM|SRANDOM|SECONDS|EPOCH|LINENO|PIPESTATUS|_=|HISTCMD|PWD|OLDPWD|SHLVL|COLUMNS|LINES|PPID|prelude_|f=)"; declare -f'
+	if ! cmp -s <(ROOT=$2 bash -c 'source "$ROOT/tests/lib.sh"
+		for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do source "$f"; done
+		unset f; '"$state") <(ROOT=$2 bash -c 'source "$0"; '"$state" "$1"); then
+		echo "write_prelude: $1 does not reproduce the suite's variables and functions" >&2
+		return 1
+	fi
 }
 
 # What a test's fresh bash runs first to have the suite: the prelude when the runner wrote
@@ -142,8 +155,13 @@ run_one() {
 	ws=$(mktemp -d /tmp/corral-ws.XXXXXX)
 	chmod 0755 "$ws"
 	local t0=$EPOCHREALTIME
-	out=$( (export WS=$ws; cd "$ws" && timeout "$TEST_TIMEOUT" bash -c "set -u; $(suite_source_cmd); $t") 2>&1)
+	# The output goes through a file, not a pipe: a process the test leaves behind with its
+	# stdout open (outside timeout's process group, or stuck where its signal cannot reach
+	# it) would hold a pipe open and stop the whole suite at this test.
+	(export WS=$ws; cd "$ws" && timeout -k 10 "$TEST_TIMEOUT" bash -c "set -u; $(suite_source_cmd); $t") >"$ws.log" 2>&1
 	rc=$?
+	out=$(cat "$ws.log")
+	rm -f "$ws.log"
 	# how long each test took, for the runner's list of the slowest (TEST_TIMES)
 	[ -z "${TEST_TIMES:-}" ] || awk -v a="$t0" -v b="$EPOCHREALTIME" -v t="$t" \
 		'BEGIN { printf "%.1f %s\n", b - a, t }' >>"$TEST_TIMES"
