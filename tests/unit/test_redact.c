@@ -2,6 +2,7 @@
 #include "test.h"
 
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -380,8 +381,8 @@ static void test_stream_equality(void)
 				bad++;
 			free(got);
 			/* idle releases at random cuts among them */
-			got = stream_chunks(r, DOC, len, cuts, 6, (unsigned)rand() & 0x7f, &sst,
-			                    &sl);
+			got =
+			    stream_chunks(r, DOC, len, cuts, 6, (unsigned)rand() & 0x7f, &sst, &sl);
 			if (sl != bl || memcmp(got, want, bl) || !stats_eq(&sst, &bst))
 				badrel++;
 			free(got);
@@ -683,8 +684,57 @@ static void test_stats(void)
 	redactor_free(r);
 }
 
+/* Every secret at every offset from 100 to 147 (the anchor scan checks four positions at a
+ * time), after filler without a byte a detector can start with and after filler full of
+ * them that starts nothing, in a redactor with the default detectors and one exact value and
+ * in one with ten values: each is found once. */
+static void test_anchor_alignment(void)
+{
+	static const struct {
+		const char *secret, *must_go;
+	} cases[] = {{GHP, GHP},       {AWS_ID, AWS_ID},
+	             {PEM, PEM_BODY},  {XOXB, XOXB},
+	             {JWT, JWT},       {"postgres://admin:s3cretPass@db.x", "s3cretPass"},
+	             {ENVVAL, ENVVAL}, {CUSTOM, CUSTOM}};
+	const char *many[] = {ENVVAL,          "Bq7-private-one", "Cq7-private-two",
+	                      "Dq7-private-3", "Eq7-private-4",   "Fq7-private-5",
+	                      "Gq7-private-6", "Hq7-private-7",   "Iq7-private-8",
+	                      "Jq7-private-9"};
+	const char *custom[] = {CUSTOM};
+	struct redactor *rs[2] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
+	                          redactor_new(REDACT_REDACT, many, 10, custom, 1)};
+	static const char *const fill[] = {"ZZZZ. ZZ,Z ZZZ;", "ah. eh, ax; sr. -a :x gi, "};
+	bool ok = true;
+	char in[512];
+	for (int w = 0; w < 2; w++)
+		for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+			for (int f = 0; f < 2; f++)
+				for (size_t off = 0; off < 48; off++) {
+					size_t n = 0, fl = strlen(fill[f]);
+					for (; n < 100 + off; n++)
+						in[n] = fill[f][n % fl];
+					n += (size_t)snprintf(in + n, sizeof(in) - n, " %s %s",
+					                      cases[c].secret, fill[f]);
+					size_t on;
+					struct redact_stats st;
+					char *out = redact_buffer(rs[w], in, n, &on, &st);
+					if (!out || strstr(out, cases[c].must_go) ||
+					    st.total != 1) {
+						printf("  redactor %d, case %zu, filler %d, offset "
+						       "%zu: %s\n",
+						       w, c, f, off, out ? out : "(null)");
+						ok = false;
+					}
+					free(out);
+				}
+	CHECK("redact finds every secret at every offset", ok);
+	redactor_free(rs[0]);
+	redactor_free(rs[1]);
+}
+
 void test_redact(void)
 {
+	test_anchor_alignment();
 	test_detectors();
 	test_modes();
 	test_values();
