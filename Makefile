@@ -60,19 +60,18 @@ $(BUILD)/libcorral.so: $(LIB_OBJS)
 # sanitizer build needs it (ASan has no static runtime), and so does valgrind, whose leak
 # check replaces a dynamic malloc ($(BUILD)/corral-dynamic, check-valgrind).
 CORRAL_LINK ?= static
-LIB_STATIC := -Wl,-Bstatic $(shell pkg-config --libs $(PKGS) 2>/dev/null) -Wl,-Bdynamic
+CLI_LINK_DYNAMIC := -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic -lm -lpthread -ldl
 ifeq ($(CORRAL_LINK),dynamic)
-CLI_LINK := $(LIB_STATIC) -lm -lpthread -ldl
+CLI_LINK := $(CLI_LINK_DYNAMIC)
 else
-CLI_LINK := -static-pie $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm -lpthread
+CLI_LINK := -static-pie $(PKG_LIBS) -lm -lpthread
 endif
 
 $(BUILD)/corral: $(CLI_OBJS) $(BUILD)/libcorral.a
 	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(CLI_LINK) $(EXTRA_LDFLAGS)
 
 $(BUILD)/corral-dynamic: $(CLI_OBJS) $(BUILD)/libcorral.a
-	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(LIB_STATIC) -lm -lpthread -ldl \
-		$(EXTRA_LDFLAGS)
+	$(CC) $(CFLAGS) -o $@ $(CLI_OBJS) $(BUILD)/libcorral.a $(CLI_LINK_DYNAMIC) $(EXTRA_LDFLAGS)
 
 # ---- install ----------------------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the library (static and shared),
