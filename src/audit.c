@@ -24,6 +24,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -465,6 +466,37 @@ static void wal_checkpoint(struct audit *a)
 	                 " COMMIT",
 	                 NULL, NULL, NULL) != SQLITE_OK)
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Slots for audit_use_nofork_pagecache(): SQLite's default cache (2000 KiB, cache_size -2000)
+ * holds about 460 pages of the store's 4096 bytes, so 512 cover it; a page that finds no slot
+ * (a larger cache, a store with larger pages) comes from malloc as before. Only the slots
+ * touched take memory. */
+#define NOFORK_CACHE_SLOTS 512
+#define NOFORK_CACHE_PAGE 4096
+
+bool audit_use_nofork_pagecache(void)
+{
+	static bool applied;
+	if (applied)
+		return true;
+	int hdr = 0;
+	if (sqlite3_config(SQLITE_CONFIG_PCACHE_HDRSZ, &hdr) != SQLITE_OK || hdr <= 0)
+		return false;
+	/* Each slot is one page plus SQLite's header, 8-aligned as SQLite wants. */
+	size_t slot = (NOFORK_CACHE_PAGE + (size_t)hdr + 7) & ~(size_t)7;
+	size_t len = slot * NOFORK_CACHE_SLOTS;
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	if (madvise(m, len, MADV_DONTFORK) < 0 ||
+	    sqlite3_config(SQLITE_CONFIG_PAGECACHE, m, (int)slot, NOFORK_CACHE_SLOTS) != SQLITE_OK) {
+		munmap(m, len);
+		return false;
+	}
+	/* SQLite keeps using the buffer until the process ends: it is never unmapped. */
+	applied = true;
+	return true;
 }
 
 static int open_store(const char *path, bool create, struct audit **out, struct corral_error *err)

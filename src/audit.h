@@ -29,6 +29,15 @@ struct audit;
  * $HOME/.local/state/corral/audit.db. *out is malloc'ed. */
 int audit_default_path(char **out, struct corral_error *err);
 
+/* For a long-running process that forks sandboxes while it writes the store (the MCP
+ * server): SQLite's page cache goes into memory of its own that fork children do not
+ * inherit (MADV_DONTFORK), so that the record written while a sandbox's init (a copy of this
+ * process) is alive does not copy-on-write fault on every cache page it touches. Process-wide
+ * (sqlite3_config): call it before any other SQLite use, and only in a process whose fork
+ * children never use SQLite without exec. Returns whether it was applied; when not (SQLite
+ * already initialized, no memory), SQLite keeps its own allocator, which works the same. */
+bool audit_use_nofork_pagecache(void);
+
 /* Open (creating when missing: directories 0700, the database 0600) the store at path, or at
  * the default path when path is NULL; set up WAL mode and the schema. Borrows path. */
 int audit_open(const char *path, struct audit **out, struct corral_error *err);

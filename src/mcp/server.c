@@ -682,6 +682,10 @@ static void audit_start(struct server *s)
 {
 	if (s->o->audit_off)
 		return;
+	/* Every call's record is written while its sandbox's init, a fork of this process, is
+	 * still alive: SQLite's cache pages would be copied on the first write of each, once
+	 * per call (DESIGN.md §18). The inits never use SQLite. */
+	audit_use_nofork_pagecache();
 	struct corral_error err = {0};
 	if (audit_open(s->o->audit_path, &s->audit, &err) < 0) {
 		logmsg("audit: %s (serving without an audit record; calls are not affected)",
