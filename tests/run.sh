@@ -7,6 +7,7 @@
 #   CORRAL_MUST_WORK=1   a skipped isolation test counts as a failure (set in CI: every layer
 #                        is available on the CI machine kind)
 #   TESTS=pattern        only run integration tests whose name matches
+#   CORRAL_SERIAL_PASSES=1  run the unprivileged pass after the root pass, not beside it
 #   CORRAL_SECOND_PASS   internal: set for the unprivileged re-run
 # The first pass also runs the MCP tests (test_mcp_*) again with CORRAL_MCP_PREBUILD=2.
 set -u
@@ -76,6 +77,73 @@ if [ -z "${CORRAL_SECOND_PASS:-}" ]; then
 	run_c_tests unit_tests . "$BUILD/tests/unit_tests"
 fi
 
+# When root, the same suite runs again as an unprivileged user (uid 65534), on its own copy
+# of the binaries and tests, in its own scratch directories and audit store. It runs
+# concurrently with this pass (about 18 minutes for both on the 2-core CI machine, against 25
+# one after the other) unless CORRAL_SERIAL_PASSES is set; its output is printed when it ends.
+# It takes its tests in the reverse order, so the two passes do not run the same test, with
+# the same load, at the same time. What they share, and how the tests keep apart: the
+# process table (every marker a test looks for with pgrep is random, or a port the kernel
+# picked), host loopback (canary listeners take ports the kernel picks), the cgroup tree
+# (only root makes cgroups here, and the escape battery's evidence counts only cgroups its
+# own user made), /tmp (every test's files are under mktemp names) and the CPUs (the time
+# bounds tests assert are many times what a run takes). Its own session and process group:
+# an interrupted or failed runner takes it down (stop_second_pass).
+P2_PID= P2= OUT=
+start_second_pass() {
+	OUT=$(mktemp /tmp/corral-pass2.XXXXXX)
+	chmod 0666 "$OUT"
+	# The build dir may sit under a private home; the second pass gets its own copy.
+	P2=$(mktemp -d /tmp/corral-p2.XXXXXX)
+	mkdir -p "$P2/build/tests"
+	cp "$BUILD/corral" "$P2/build/"
+	cp "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" \
+		"$BUILD/tests/audit_tool" "$BUILD/tests/session_tool" "$P2/build/tests/"
+	cp -r "$ROOT/tests" "$ROOT/docs" "$P2/"
+	chmod -R a+rX "$P2"
+	(cd /tmp && exec setsid setpriv --reuid=65534 --regid=65534 --clear-groups \
+		env -i PATH=/usr/bin:/bin HOME=/tmp CORRAL_SECOND_PASS=1 BUILD="$P2/build" \
+		CORRAL_MUST_WORK="${CORRAL_MUST_WORK:-}" TESTS="${TESTS:-}" \
+		CORRAL_SANITIZED="${CORRAL_SANITIZED:-}" \
+		bash "$P2/tests/run.sh") >"$OUT" 2>&1 </dev/null &
+	P2_PID=$!
+	trap stop_second_pass EXIT
+	trap 'stop_second_pass; exit 130' INT
+	trap 'stop_second_pass; exit 143' TERM
+}
+# The runner ends before the second pass: end it too (setsid made it its process group's
+# leader, so the group is its pid; background jobs of a script ignore SIGINT, hence TERM).
+stop_second_pass() {
+	[ -n "$P2_PID" ] || return 0
+	kill -TERM -- "-$P2_PID" "$P2_PID" 2>/dev/null
+	wait "$P2_PID" 2>/dev/null
+	rm -rf "$P2" "$OUT"
+	P2_PID=
+}
+finish_second_pass() {
+	local rc=0 last p f s
+	wait "$P2_PID" || rc=$?
+	P2_PID=
+	trap - EXIT INT TERM
+	note "== second pass as an unprivileged user (uid 65534)${CORRAL_SERIAL_PASSES:+, after the first}"
+	grep -v '^[0-9]* passed' "$OUT"
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT" | tail -1)
+	if [ -z "$last" ]; then
+		echo "  [nobody] the unprivileged pass did not finish (exit status $rc)"
+		FAILED=$((FAILED + 1))
+	else
+		p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$last")
+		f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$last")
+		s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$last")
+		PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + ${s:-0}))
+	fi
+	rm -rf "$P2" "$OUT"
+}
+if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
+	[ -z "${CORRAL_SERIAL_PASSES:-}" ]; then
+	start_second_pass
+fi
+
 # Everything the integration tests run must be reachable by an unprivileged user too, so
 # copy the binaries into a world-readable scratch directory.
 SCRATCH=$(mktemp -d /tmp/corral-tests.XXXXXX)
@@ -120,7 +188,9 @@ if ! write_prelude "$CORRAL_PRELUDE" "$ROOT"; then
 	echo "  [$WHO] FAIL the suite's prelude could not be written; every test sources the files"
 	unset CORRAL_PRELUDE
 fi
-for t in $(declare -F | awk '{print $3}' | grep '^test_' | sort); do
+ORDER=
+[ -z "${CORRAL_SECOND_PASS:-}" ] || ORDER=-r # see start_second_pass
+for t in $(declare -F | awk '{print $3}' | grep '^test_' | sort $ORDER); do
 	if [ -n "${TESTS:-}" ] && ! [[ $t == *${TESTS}* ]]; then continue; fi
 	run_one "$t"
 done
@@ -146,34 +216,11 @@ if [ -s "$TEST_TIMES" ]; then
 fi
 rm -rf "$SCRATCH"
 
-if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-	note "== second pass as an unprivileged user (uid 65534)"
-	OUT=$(mktemp /tmp/corral-pass2.XXXXXX)
-	chmod 0666 "$OUT"
-	# The build dir may sit under a private home; the second pass gets its own copy.
-	P2=$(mktemp -d /tmp/corral-p2.XXXXXX)
-	mkdir -p "$P2/build/tests"
-	cp "$BUILD/corral" "$P2/build/"
-	cp "$BUILD/tests/probe" "$BUILD/tests/lib_tests" "$BUILD/tests/nolayer" \
-		"$BUILD/tests/audit_tool" "$BUILD/tests/session_tool" "$P2/build/tests/"
-	cp -r "$ROOT/tests" "$ROOT/docs" "$P2/"
-	chmod -R a+rX "$P2"
-	(cd /tmp && setpriv --reuid=65534 --regid=65534 --clear-groups \
-		env -i PATH=/usr/bin:/bin HOME=/tmp CORRAL_SECOND_PASS=1 BUILD="$P2/build" \
-		CORRAL_MUST_WORK="${CORRAL_MUST_WORK:-}" TESTS="${TESTS:-}" \
-		CORRAL_SANITIZED="${CORRAL_SANITIZED:-}" \
-		bash "$P2/tests/run.sh") | tee "$OUT" | grep -v '^[0-9]* passed'
-	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT" | tail -1)
-	if [ -z "$last" ]; then
-		echo "  [nobody] the unprivileged pass did not finish"
-		FAILED=$((FAILED + 1))
-	else
-		p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$last")
-		f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$last")
-		s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$last")
-		PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + ${s:-0}))
-	fi
-	rm -rf "$P2" "$OUT"
+if [ -n "$P2_PID" ]; then
+	finish_second_pass
+elif [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	start_second_pass
+	finish_second_pass
 fi
 
 if [ -n "${CORRAL_MUST_WORK:-}" ] && [ "$SKIPPED" -gt 0 ] && [ -z "${CORRAL_SECOND_PASS:-}" ]; then

@@ -193,7 +193,7 @@ esc_bg_corral() { # OUT RUN-ARGS...
 #           so only isolation protects it) and its sha256; one canary listener process (the
 #           probe's canary-listen) with TCP sockets on 127.0.0.1 and ::1 (one free port; ::1
 #           where the host has IPv6 loopback, ESC_EV_V6=1) and an abstract unix socket (a
-#           unique name); the list of corral-* cgroups.
+#           unique name); the list of this user's corral-* cgroups.
 #   to the case: ESC_EV_FILE (the canary's path), ESC_EV_SECRET (its content), ESC_EV_PORT and
 #           ESC_EV_ABSTRACT (the listeners), for cases to aim at. The sandbox learns them only
 #           from the command line a case gives it (or --env NAME=VALUE, which both doors pass).
@@ -201,8 +201,9 @@ esc_bg_corral() { # OUT RUN-ARGS...
 #           accepted 0 connections; nothing the case started is still alive (the test's shell
 #           is made a child subreaper, so even a double-forked daemon stays its descendant and
 #           is found; a listing that fails is a failed check, never "nothing"); no corral-*
-#           cgroup the case left behind still has members (found under each hierarchy's mount
-#           as /proc/self/mountinfo gives its root, as src/sandbox/cgroup.c does).
+#           cgroup of this user's that the case left behind still has members (found under
+#           each hierarchy's mount as /proc/self/mountinfo gives its root, as
+#           src/sandbox/cgroup.c does).
 # The first failing evidence is named ("host-side evidence: ..."); what the case started and
 # left alive is killed either way. Cost: about 30 ms a case (one exec, one static listener).
 ESC_EV_DIR=""
@@ -258,10 +259,16 @@ esc_cgroup_parents() {
 	return 0
 }
 
-esc_cgroup_runs() { # -> every corral-<pid>-<n> run directory, one a line
+# Only directories this user owns: a run makes its cgroup as the user it runs as, and a suite
+# of another user beside this one (make check's uid 65534 pass beside root's) shares the
+# parent directory, where its own runs' cgroups (and its tests' deliberately stale ones) are
+# none of this case's doing.
+esc_cgroup_runs() { # -> every corral-<pid>-<n> run directory of this user, one a line
 	local p d
 	for p in $(esc_cgroup_parents); do
-		for d in "$p"/corral-*; do [ -d "$d" ] && echo "$d"; done
+		for d in "$p"/corral-*; do
+			[ -d "$d" ] && [ -O "$d" ] && echo "$d"
+		done
 	done
 	return 0
 }
