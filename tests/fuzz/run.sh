@@ -14,7 +14,8 @@
 # timeout (-timeout=10 per input) or excess memory (-rss_limit_mb=2048). A failure prints
 # the reproducer's path; re-run it with build-fuzz/fuzz_<name> <path>.
 #
-# Environment: CC (a clang; default clang), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (make -j).
+# Environment: CC (a clang; default clang), FUZZ_BUILD (default build-fuzz), FUZZ_JOBS (make -j),
+# FUZZ_PAR (targets run at once; default nproc).
 # shellcheck disable=SC2086 # flag lists ($SAN, pkg-config output) are split on purpose
 set -u
 
@@ -56,22 +57,21 @@ else
 	TARGETS=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c | sed 's/^fuzz_//'; done)
 fi
 
-pass=0
-fail=0
-for t in $TARGETS; do
+# One target: build it, run it, print its result (the first line says PASS or FAIL).
+fuzz_one() {
+	t=$1
 	src=tests/fuzz/fuzz_$t.c
 	bin=$B/fuzz_$t
 	if [ ! -f "$src" ]; then
 		echo "fuzz_$t: FAIL (no $src)"
-		fail=$((fail + 1))
-		continue
+		return 1
 	fi
 	if ! $FCC -std=gnu11 -g -O1 -Wall -Wextra -fsanitize=fuzzer $SAN -D_GNU_SOURCE \
 		-Iinclude -Isrc $PKG_CFLAGS "$src" "$B/src/mcp/jsonrpc.o" "$B/libcorral.a" \
-		$PKG_LIBS -o "$bin"; then
+		$PKG_LIBS -o "$bin" 2>"$B/fuzz_$t.build.log"; then
 		echo "fuzz_$t: FAIL (does not build)"
-		fail=$((fail + 1))
-		continue
+		sed 's/^/    /' "$B/fuzz_$t.build.log"
+		return 1
 	fi
 
 	# a scratch corpus: what libFuzzer adds stays out of the repository
@@ -97,18 +97,47 @@ for t in $TARGETS; do
 	crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
 	if [ $rc -eq 0 ] && [ -z "$crash" ]; then
 		echo "fuzz_$t: PASS  execs ${execs:-?}  cov: ${cov:-?}  (${SECS}s)"
-		pass=$((pass + 1))
-	else
-		echo "fuzz_$t: FAIL (exit $rc)  execs ${execs:-?}  cov: ${cov:-?}"
-		grep -m 1 -E '^==[0-9]+==ERROR|runtime error|ERROR: libFuzzer' "$log" |
-			sed 's/^/    /'
-		# the first frame in our code: the check that failed, or where it crashed
-		grep -m 1 -E '^ +#[0-9]+ .* in .*(src|tests/fuzz)/[^ ]*:[0-9]+' "$log" |
-			sed 's/^ *#[0-9]* 0x[0-9a-f]* in /    at /'
-		echo "    reproducer: ${crash:-none written; see $log}"
-		echo "    log: $log"
-		fail=$((fail + 1))
+		return 0
 	fi
+	echo "fuzz_$t: FAIL (exit $rc)  execs ${execs:-?}  cov: ${cov:-?}"
+	grep -m 1 -E '^==[0-9]+==ERROR|runtime error|ERROR: libFuzzer' "$log" |
+		sed 's/^/    /'
+	# the first frame in our code: the check that failed, or where it crashed
+	grep -m 1 -E '^ +#[0-9]+ .* in .*(src|tests/fuzz)/[^ ]*:[0-9]+' "$log" |
+		sed 's/^ *#[0-9]* 0x[0-9a-f]* in /    at /'
+	echo "    reproducer: ${crash:-none written; see $log}"
+	echo "    log: $log"
+	return 1
+}
+
+# FUZZ_PAR targets at a time (default: one per CPU; each libFuzzer process uses one), in
+# batches: every target runs for the same time. Results are printed in the targets' order.
+PAR=${FUZZ_PAR:-$(nproc 2>/dev/null || echo 1)}
+case $PAR in '' | *[!0-9]* | 0) PAR=1 ;; esac
+mkdir -p "$B/work"
+pass=0
+fail=0
+batch=""
+flush() {
+	[ -n "$batch" ] || return 0
+	wait
+	for bt in $batch; do
+		cat "$B/work/$bt.result"
+		if head -n 1 "$B/work/$bt.result" | grep -q '^fuzz_[a-z_0-9]*: PASS'; then
+			pass=$((pass + 1))
+		else
+			fail=$((fail + 1))
+		fi
+	done
+	batch=""
+}
+n=0
+for t in $TARGETS; do
+	fuzz_one "$t" >"$B/work/$t.result" 2>&1 &
+	batch="$batch $t"
+	n=$((n + 1))
+	[ $((n % PAR)) -ne 0 ] || flush
 done
+flush
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
