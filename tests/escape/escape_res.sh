@@ -72,7 +72,9 @@ escape_case_res_tmpfs_fill() {
 		[ "$w" -ge $((24 << 20)) ] || fail "only $w bytes fit in a 32M tmpfs"
 	done
 	[ "$(grep -c 'errno=ENOSPC' <<<"$so")" -eq 2 ] || fail "expected ENOSPC twice: $so"
-	[ $((after - before)) -lt $((16 * 1024)) ] || fail "host /tmp grew by $((after - before)) KiB"
+	# An escape would grow the host's /tmp by up to 1 GiB (its /dev/shm is memory); the
+	# slack allows for other writers on it meanwhile (make check's other pass, npm's cache).
+	[ $((after - before)) -lt $((256 * 1024)) ] || fail "host /tmp grew by $((after - before)) KiB"
 	[ ! -e "/tmp/$ESC_M.big" ] && [ ! -e "/dev/shm/$ESC_M.big" ] || fail "the fill landed on the host"
 	assert_no_survivor "$ESC_M"
 }
@@ -138,8 +140,9 @@ escape_case_res_disk_bomb() {
 		[ "$w" -le $((17 << 20)) ] || fail "wrote $w bytes into a 16M tmpfs"
 	done
 	after=$(df -k --output=avail "$WS" | tail -1)
-	# the 8 MiB file is on the host's disk; allow 24 MiB more for the shared machine's noise
-	[ $((before - after)) -lt $((32 * 1024)) ] || fail "the host lost $((before - after)) KiB of free space"
+	# the 8 MiB file is on the host's disk; an escape of the /tmp fills would take 512 MiB
+	# more, and the slack allows for other writers meanwhile (make check's other pass, npm)
+	[ $((before - after)) -lt $((256 * 1024)) ] || fail "the host lost $((before - after)) KiB of free space"
 	[ ! -e "/tmp/$ESC_M.big" ] && [ ! -e "/dev/shm/$ESC_M.big" ] || fail "the fill landed on the host"
 	assert_no_survivor "$ESC_M"
 }
