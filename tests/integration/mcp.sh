@@ -508,10 +508,11 @@ PY
 }
 
 # A ping or tools/list is answered while a 5 s call runs and another waits for its slot. The
-# bound is 0.7 s, not a latency target (that is bench/'s): an answer held behind the slow call
-# would take seconds, and a loaded CI machine running the sanitizer build, building sandboxes
-# ahead (--prebuild) meanwhile, has been seen to need over 0.2 s. Six answers at the bound
-# still come before the slow call's, which the order check below requires.
+# bound is 1.5 s an answer, not a latency target (that is bench/'s): an answer held behind the
+# slow call would take seconds, and a loaded CI machine running the sanitizer build, building
+# sandboxes ahead (--prebuild) meanwhile, with make check's other pass beside it, has been
+# seen to need over 0.2 s. That all six come before the slow call's answer (under 4.7 s in
+# all) is the order check's to require.
 test_mcp_slow_call_does_not_block_ping() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, time, mcp_client as M
@@ -524,11 +525,11 @@ for _ in range(3):
     t0 = time.monotonic()
     r = s.response(s.request("ping"), timeout=2)
     dt = time.monotonic() - t0
-    assert r["result"] == {} and dt < 0.7, dt
+    assert r["result"] == {} and dt < 1.5, dt
     t0 = time.monotonic()
     s.response(s.request("tools/list"), timeout=2)
     dt = time.monotonic() - t0
-    assert dt < 0.7, dt
+    assert dt < 1.5, dt
 # all answered while the slow call still ran, and before the queued one had its slot
 assert not any(m.get("id") in (slow, queued) for m in s.pending), s.pending
 r = s.response(slow, timeout=10)
