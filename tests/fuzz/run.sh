@@ -57,7 +57,7 @@ else
 	TARGETS=$(for f in tests/fuzz/fuzz_*.c; do basename "$f" .c | sed 's/^fuzz_//'; done)
 fi
 
-# One target: build it, run it, print its result (the first line says PASS or FAIL).
+# One target: build it, run it, print its result; the exit status says whether it passed.
 fuzz_one() {
 	t=$1
 	src=tests/fuzz/fuzz_$t.c
@@ -117,24 +117,22 @@ case $PAR in '' | *[!0-9]* | 0) PAR=1 ;; esac
 mkdir -p "$B/work"
 pass=0
 fail=0
-batch=""
+batch="" # "target:pid" of the running batch
 flush() {
-	[ -n "$batch" ] || return 0
-	wait
 	for bt in $batch; do
-		cat "$B/work/$bt.result"
-		if head -n 1 "$B/work/$bt.result" | grep -q '^fuzz_[a-z_0-9]*: PASS'; then
+		if wait "${bt#*:}"; then
 			pass=$((pass + 1))
 		else
 			fail=$((fail + 1))
 		fi
+		cat "$B/work/${bt%%:*}.result"
 	done
 	batch=""
 }
 n=0
 for t in $TARGETS; do
 	fuzz_one "$t" >"$B/work/$t.result" 2>&1 &
-	batch="$batch $t"
+	batch="$batch $t:$!"
 	n=$((n + 1))
 	[ $((n % PAR)) -ne 0 ] || flush
 done
