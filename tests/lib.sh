@@ -153,6 +153,7 @@ run_one() {
 	local t=$1 rc out
 	local ws
 	ws=$(mktemp -d /tmp/corral-ws.XXXXXX)
+	CUR_WS=$ws # the runner's cleanup removes it if the run is interrupted
 	chmod 0755 "$ws"
 	local t0=$EPOCHREALTIME
 	# The output goes through a file, not a pipe: a process the test leaves behind with its
@@ -166,6 +167,7 @@ run_one() {
 	[ -z "${TEST_TIMES:-}" ] || awk -v a="$t0" -v b="$EPOCHREALTIME" -v t="$t" \
 		'BEGIN { printf "%.1f %s\n", b - a, t }' >>"$TEST_TIMES"
 	rm -rf "$ws" 2>/dev/null
+	CUR_WS=
 	if [ $rc -eq 0 ]; then
 		PASSED=$((PASSED + 1))
 	elif [ $rc -eq 77 ]; then

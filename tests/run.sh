@@ -13,12 +13,26 @@
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# An interrupted or failed runner leaves nothing behind: its scratch directories, the
+# running test's workspace, python3's directory, and the second pass (stop_second_pass,
+# which takes down that pass's process group; that pass cleans up its own the same way).
+PY_DIR= SCRATCH= LT_WS= CUR_WS= P2_PID= P2= OUT=
+cleanup_runner() {
+	stop_second_pass
+	[ -z "$CUR_WS" ] || rm -rf "$CUR_WS" "$CUR_WS.log"
+	[ -z "$LT_WS" ] || rm -rf "$LT_WS"
+	[ -z "$SCRATCH" ] || rm -rf "$SCRATCH"
+	[ -z "$PY_DIR" ] || rm -rf "$PY_DIR"
+	CUR_WS= LT_WS= SCRATCH= PY_DIR=
+}
+trap cleanup_runner EXIT
+trap 'cleanup_runner; exit 130' INT
+trap 'cleanup_runner; exit 143' TERM
 # The tests start python3 thousands of times (JSON reads, canaries, MCP clients). A python3
 # that is a version manager's shim (pyenv's is a bash script that runs `pyenv exec`) costs
 # 0.3 s at every start on this machine kind when idle and over a second when busy: a
 # directory of our own with python3 naming the interpreter the shim resolves to goes first
 # in PATH, so the same interpreter starts directly (and nothing else on PATH moves).
-PY_DIR=
 if PY_REAL=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$PY_REAL" ] &&
 	[ "$(command -v python3)" != "$PY_REAL" ] && PY_DIR=$(mktemp -d /tmp/corral-py.XXXXXX); then
 	chmod 0755 "$PY_DIR"
@@ -88,8 +102,7 @@ fi
 # (only root makes cgroups here, and the escape battery's evidence counts only cgroups its
 # own user made), /tmp (every test's files are under mktemp names) and the CPUs (the time
 # bounds tests assert are many times what a run takes). Its own session and process group:
-# an interrupted or failed runner takes it down (stop_second_pass).
-P2_PID= P2= OUT=
+# an interrupted or failed runner takes it down (stop_second_pass, from cleanup_runner).
 start_second_pass() {
 	OUT=$(mktemp /tmp/corral-pass2.XXXXXX)
 	chmod 0666 "$OUT"
@@ -107,9 +120,6 @@ start_second_pass() {
 		CORRAL_SANITIZED="${CORRAL_SANITIZED:-}" \
 		bash "$P2/tests/run.sh") >"$OUT" 2>&1 </dev/null &
 	P2_PID=$!
-	trap stop_second_pass EXIT
-	trap 'stop_second_pass; exit 130' INT
-	trap 'stop_second_pass; exit 143' TERM
 }
 # The runner ends before the second pass: end it too (setsid made it its process group's
 # leader, so the group is its pid; background jobs of a script ignore SIGINT, hence TERM).
@@ -118,13 +128,12 @@ stop_second_pass() {
 	kill -TERM -- "-$P2_PID" "$P2_PID" 2>/dev/null
 	wait "$P2_PID" 2>/dev/null
 	rm -rf "$P2" "$OUT"
-	P2_PID=
+	P2_PID= P2= OUT=
 }
 finish_second_pass() {
 	local rc=0 last p f s
 	wait "$P2_PID" || rc=$?
 	P2_PID=
-	trap - EXIT INT TERM
 	note "== second pass as an unprivileged user (uid 65534)${CORRAL_SERIAL_PASSES:+, after the first}"
 	grep -v '^[0-9]* passed' "$OUT"
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$OUT" | tail -1)
@@ -138,6 +147,7 @@ finish_second_pass() {
 		PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + ${s:-0}))
 	fi
 	rm -rf "$P2" "$OUT"
+	P2= OUT=
 }
 if [ -z "${CORRAL_SECOND_PASS:-}" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null &&
 	[ -z "${CORRAL_SERIAL_PASSES:-}" ]; then
@@ -165,6 +175,7 @@ note "== library tests ($WHO)"
 LT_WS=$(mktemp -d /tmp/corral-lt.XXXXXX)
 run_c_tests lib_tests "$LT_WS" "$LIBTESTS" "$LT_WS"
 rm -rf "$LT_WS"
+LT_WS=
 
 note "== integration and escape tests ($WHO)"
 source "$ROOT/tests/lib.sh"
@@ -215,6 +226,7 @@ if [ -s "$TEST_TIMES" ]; then
 	sort -rn "$TEST_TIMES" | head -8 | sed 's/^/     /; s/ test_/ s  test_/'
 fi
 rm -rf "$SCRATCH"
+SCRATCH=
 
 if [ -n "$P2_PID" ]; then
 	finish_second_pass
@@ -228,6 +240,6 @@ if [ -n "${CORRAL_MUST_WORK:-}" ] && [ "$SKIPPED" -gt 0 ] && [ -z "${CORRAL_SECO
 	FAILED=$((FAILED + SKIPPED))
 	SKIPPED=0
 fi
-[ -z "$PY_DIR" ] || rm -rf "$PY_DIR"
+cleanup_runner
 echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]
