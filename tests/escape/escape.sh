@@ -150,6 +150,18 @@ esc_count() {
 	echo "?"
 }
 
+# For a control that expects connections: the count once it reaches N (waiting up to 5 s
+# for the listener to accept and write it), after the same moment for any further accepts.
+esc_count_at_least() { # FILE N
+	local i v
+	for i in $(seq 1 100); do
+		v=$(cat "$1" 2>/dev/null)
+		[ -n "$v" ] && [ "$v" -ge "$2" ] 2>/dev/null && break
+		sleep 0.05
+	done
+	esc_count "$1"
+}
+
 # A host process with a unique name (a copy of sleep in the canary dir); sets ESC_HOST_PID.
 esc_host_sleeper() { # MARK SECONDS
 	cp /bin/sleep "$ESC_C/$1"

@@ -185,7 +185,7 @@ escape_case_fallback_nouserns_auto_timeout_kills_daemons() {
 	local m
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
-	crn userns --mode auto -t 1 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); exec ./$m 302" >/dev/null 2>&1 &
+	crn userns --mode auto -t 3 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); exec ./$m 302" >/dev/null 2>&1 &
 	local bg=$!
 	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
 	# control: the three daemons really ran
@@ -238,7 +238,7 @@ escape_case_fallback_mode_none_records_nothing_enforces_timeout() {
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
 	start=$(date +%s%N)
-	cr --mode none --json -t 1 --kill-after 0.2 -c "(setsid ./$m 300 &); exec ./$m 301" >"$WS/.out" 2>/dev/null &
+	cr --mode none --json -t 3 --kill-after 0.2 -c "(setsid ./$m 300 &); exec ./$m 301" >"$WS/.out" 2>/dev/null &
 	local bg=$!
 	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
 	# control: both sleepers really ran
@@ -254,7 +254,7 @@ escape_case_fallback_mode_none_records_nothing_enforces_timeout() {
 	done
 	assert_eq "$(jget timed_out <<<"$out")" true
 	assert_eq "$(jget limit <<<"$out")" timeout
-	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
+	[ $(((end - start) / 1000000)) -lt 7000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
 	assert_no_survivor "$m"
 }
 
@@ -447,12 +447,12 @@ escape_case_fallback_netns_refused_auto_keeps_the_rest() {
 	if [ "$(cat /proc/sys/net/mptcp/enabled 2>/dev/null)" = 1 ]; then
 		cr --mode none -c "./probe connect-mptcp 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
 		n=$((n + 1))
-		assert_eq "$(esc_count "$ESC_C/tcp")" $n "control: MPTCP from mode none"
+		assert_eq "$(esc_count_at_least "$ESC_C/tcp" $n)" $n "control: MPTCP from mode none"
 	fi
 	if [ $(($(cat /proc/sys/net/ipv4/tcp_fastopen 2>/dev/null || echo 0) & 1)) = 1 ]; then
 		cr --mode none -c "./probe connect-tfo 127.0.0.1 $ESC_PORT" >/dev/null 2>&1
 		n=$((n + 1))
-		assert_eq "$(esc_count "$ESC_C/tcp")" $n "control: TCP Fast Open from mode none"
+		assert_eq "$(esc_count_at_least "$ESC_C/tcp" $n)" $n "control: TCP Fast Open from mode none"
 	fi
 	# the host's abstract unix sockets, which the sandbox now shares: seccomp denies unix
 	# sockets, as in the tier without namespaces, so none can be reached (here at Landlock

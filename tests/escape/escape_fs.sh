@@ -96,7 +96,7 @@ escape_case_fs_host_unix_sockets_absent() {
 	assert_eq "$(esc_count "$ESC_C/agent.n")" 0 "connections seen by the host's agent socket"
 	# control: the same probe without isolation is counted
 	cr --mode none -- ./probe connect-unix "$ESC_C/docker.sock" >/dev/null
-	assert_eq "$(esc_count "$ESC_C/docker.n")" 1 "control: --mode none connection counted"
+	assert_eq "$(esc_count_at_least "$ESC_C/docker.n" 1)" 1 "control: --mode none connection counted"
 }
 
 escape_case_fs_proc1_root_not_host() {

@@ -59,7 +59,7 @@ escape_case_sup_timeout_kills_daemons() {
 	m=$(esc_mark)
 	cp /bin/sleep "$WS/$m"
 	start=$(date +%s%N)
-	cr -t 1 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); (./$m 302 &) ; nohup ./$m 303 >/dev/null 2>&1 & exec ./$m 304" >/dev/null 2>&1 &
+	cr -t 3 --kill-after 0.2 -c "setsid ./$m 300 & (setsid ./$m 301 &); (./$m 302 &) ; nohup ./$m 303 >/dev/null 2>&1 & exec ./$m 304" >/dev/null 2>&1 &
 	local bg=$!
 	esc_defer "kill -9 \$(pgrep -f -- '^\./$m 30') $bg"
 	# control: the five daemons really ran (else "no survivor" proves nothing)
@@ -67,7 +67,8 @@ escape_case_sup_timeout_kills_daemons() {
 	wait "$bg"
 	assert_eq $? 124 "exit status on timeout"
 	end=$(date +%s%N)
-	# a 1 s timeout; the daemons would run 300 s (the bound leaves a slow machine room)
+	# a 3 s timeout (the control above must see all five before it, and it counts from before
+	# the sandbox is built); the daemons would run 300 s (the bound leaves a slow machine room)
 	[ $(((end - start) / 1000000)) -lt 10000 ] || fail "the timeout took $(((end - start) / 1000000)) ms"
 	assert_no_survivor "$m"
 }
@@ -101,15 +102,22 @@ try:
 except OSError as e:
     print("errno=%d" % e.errno)
 '
-./probe sleep 0.6
+: >attacked
+./probe sleep 3
 SH
 	# the supervisor inherits this shell's limits (corral sets none of its own)
 	local limits_before
 	limits_before=$(grep 'open files' /proc/self/limits)
 	esc_bg_corral "$out" "$@" sh attack.sh
-	sleep 0.3
-	# mid-run: alive, not stopped, not traced, limits unchanged
+	# mid-run, once the attacks are done (attack.sh marks it, then sleeps 3 s): alive, not
+	# stopped, not traced, limits unchanged
+	for _ in $(seq 1 200); do
+		[ -e "$WS/attacked" ] && break
+		kill -0 "$ESC_SUP" 2>/dev/null || break
+		sleep 0.05
+	done
 	kill -0 "$ESC_SUP" || fail "the supervisor died during the attack"
+	[ -e "$WS/attacked" ] || fail "control: the sandbox did not finish its attacks within 10 s"
 	assert_eq "$(awk '/^TracerPid/{print $2}' "/proc/$ESC_SUP/status")" 0 "supervisor TracerPid"
 	assert_not_contains "$(awk '/^State/{print $2}' "/proc/$ESC_SUP/status")" T
 	local lim_now
@@ -186,19 +194,24 @@ escape_case_sup_sandbox_cannot_kill_its_init() {
 # The init reaps: five orphans (re-parented to pid 1, the init) exit during the run and none
 # stays a zombie. Control: a child whose parent never waits (exec'd sleep) does show as Z in
 # the same listing, so the check can see a zombie; and the orphans were the init's children.
+# Each step waits for its state (up to 5 and 10 s) instead of sleeping a fixed time, so a
+# slow machine delays the case without failing it; an init that does not reap leaves the
+# orphans as zombies named orph, and "orph left" stays 5.
 escape_case_sup_init_reaps_orphans() {
 	local out so
-	out=$(cr --json -t 20 -c 'cp /bin/sleep orph; cp /bin/sleep zomb
-		for i in 1 2 3 4 5; do (./orph 0.3 &); done
-		(sh -c "./zomb 0.1 & exec sleep 1.5" &)
-		sleep 0.1
-		echo "orphans of pid 1: $(grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status 2>/dev/null | xargs grep -l "^Name:[[:space:]]*orph$" 2>/dev/null | wc -l)"
-		sleep 0.8
+	out=$(cr --json -t 30 -c 'cp /bin/sleep orph; cp /bin/sleep zomb
+		for i in 1 2 3 4 5; do (./orph 2 &); done
+		(sh -c "./zomb 0.1 & exec sleep 25" &)
+		orphans() { grep -l "^PPid:[[:space:]]*1$" /proc/[0-9]*/status 2>/dev/null | xargs grep -l "^Name:[[:space:]]*orph$" 2>/dev/null | wc -l; }
+		left() { grep -l "^Name:[[:space:]]*orph$" /proc/[0-9]*/status 2>/dev/null | wc -l; }
+		for t in $(seq 100); do n=$(orphans); [ "$n" -ge 5 ] && break; sleep 0.05; done
+		echo "orphans of pid 1: $n"
+		for t in $(seq 200); do l=$(left); [ "$l" -eq 0 ] && break; sleep 0.05; done
 		for p in /proc/[0-9]*; do
 			[ "$(awk "/^State/{print \$2}" $p/status 2>/dev/null)" = Z ] || continue
 			echo "Z $(cat $p/comm) ppid=$(awk "/^PPid/{print \$2}" $p/status)"
 		done
-		echo "orph left: $(grep -l "^Name:[[:space:]]*orph$" /proc/[0-9]*/status 2>/dev/null | wc -l)"
+		echo "orph left: $l"
 		echo end')
 	assert_eq "$(jget exit_code <<<"$out")" 0 "$(jget error <<<"$out")"
 	so=$(jget stdout <<<"$out")

@@ -530,9 +530,12 @@ J
 	cr --audit "$db" -- corral-no-such-command >/dev/null 2>&1; assert_eq $? 127
 	cr --audit "$db" -t 300ms -- sleep 5 >/dev/null 2>&1; assert_eq $? 124
 	# Ctrl-C: SIGINT to corral run cancels the sandbox, which ends in a result
-	"$CORRAL" run -w "$WS" --audit "$db" -- sleep 30 >/dev/null 2>&1 &
+	local m="$RANDOM$RANDOM"
+	"$CORRAL" run -w "$WS" --audit "$db" -- sleep "30.$m" >/dev/null 2>&1 &
 	local pid=$!
-	sleep 0.5
+	# once the command runs (a fixed wait could send the signal before corral handles it)
+	for _ in $(seq 1 200); do pgrep -f "^sleep 30.$m" >/dev/null && break; sleep 0.05; done
+	pgrep -f "^sleep 30.$m" >/dev/null || fail "control: the sandboxed sleep did not start"
 	kill -INT $pid
 	wait $pid
 	local rc=$?

@@ -9,8 +9,9 @@ d = json.load(sys.stdin)
 sys.exit(0 if any(l["name"] == "cgroup" and l["available"] for l in d["layers"]) else 1)'
 }
 
-# A shell loop that keeps one CPU busy for $1 seconds of wall time.
-cg_busy() { echo "end=\$((\$(date +%s) + $1)); while [ \$(date +%s) -lt \$end ]; do :; done"; }
+# A shell loop that keeps one CPU busy for $1 seconds of wall time (in nanoseconds: whole
+# seconds would make the window anything from $1 - 1 to $1 s).
+cg_busy() { echo "end=\$((\$(date +%s%N) + $1 * 1000000000)); while [ \$(date +%s%N) -lt \$end ]; do :; done"; }
 
 test_cgroup_cpus_share_throttles() {
 	if ! cg_available; then
@@ -34,9 +35,14 @@ test_cgroup_cpus_share_throttles() {
 	# per 100 ms period (v1 cpu.cfs_quota_us) or "10000 100000" (v2 cpu.max).
 	cr --cpus 0.1 -c "$(cg_busy 2)" >/dev/null 2>&1 &
 	local bg=$!
-	sleep 1
-	quota=$(cat /sys/fs/cgroup/cpu/corral/corral-*/cpu.cfs_quota_us /sys/fs/cgroup/cpu,cpuacct/corral/corral-*/cpu.cfs_quota_us \
-		/sys/fs/cgroup/corral/corral-*/cpu.max /sys/fs/cgroup/*/corral/corral-*/cpu.max 2>/dev/null | sort -u | tr '\n' ' ')
+	# (until the run's cgroup shows up, for as long as the run lasts)
+	for _ in $(seq 1 200); do
+		quota=$(cat /sys/fs/cgroup/cpu/corral/corral-*/cpu.cfs_quota_us /sys/fs/cgroup/cpu,cpuacct/corral/corral-*/cpu.cfs_quota_us \
+			/sys/fs/cgroup/corral/corral-*/cpu.max /sys/fs/cgroup/*/corral/corral-*/cpu.max 2>/dev/null | sort -u | tr '\n' ' ')
+		[[ $quota == *[0-9]* ]] && break
+		kill -0 $bg 2>/dev/null || break
+		sleep 0.05
+	done
 	wait $bg
 	assert_contains "$quota" "10000" "the run's cgroup quota as the host sees it"
 	out=$(cr --json --cpus 0.1 -c "$(cg_busy 2)")
@@ -119,7 +125,7 @@ test_cgroup_cpus_without_cpu_controller() {
 	# recorded as not enforced; required still refuses. The test hook makes the first
 	# attempt fail as a missing controller would (review 1, finding 4).
 	cg_available || return 0 # no cgroup for this user: test_cgroup_cpus_share_throttles
-	local mark="2.$$$RANDOM" out n err rc
+	local mark="4.$$$RANDOM" out n n2 err rc
 	# 20 attempts to start a `sleep $mark`; a refused fork is counted, not fatal (a shell
 	# would give up at the first one and take the others with it)
 	CORRAL_TEST_DISABLE=cgroup-cpu cr --mode auto --json --cpus 0.5 --pids 8 -- python3 -c "
@@ -136,9 +142,16 @@ while True:
     except ChildProcessError:
         break" >"$WS.out" 2>/dev/null &
 	local bg=$!
+	# host-side: how many of the 20 sleeps exist, once the first one runs and again a second
+	# later (python has made all its attempts by then; each sleep lasts 4 s)
+	for _ in $(seq 1 200); do
+		n=$(pgrep -fc "^sleep $mark\$")
+		[ "$n" -gt 0 ] && break
+		sleep 0.05
+	done
 	sleep 1
-	# host-side: how many of the 20 sleeps exist
-	n=$(pgrep -fc "^sleep $mark\$")
+	n2=$(pgrep -fc "^sleep $mark\$")
+	[ "$n2" -le "$n" ] || n=$n2
 	wait $bg
 	out=$(cat "$WS.out")
 	rm -f "$WS.out"

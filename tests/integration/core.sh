@@ -88,39 +88,45 @@ await_procs() { # PATTERN N
 test_core_timeout_kills_setsid_daemon() {
 	local mark="corral-daemon-$RANDOM$RANDOM" start end bg rc
 	start=$(date +%s%N)
-	cr -t 1 --kill-after 0.2 -- bash -c "setsid bash -c 'exec -a $mark-a sleep 300' & (setsid bash -c 'exec -a $mark-b sleep 301' &) ; exec -a $mark sleep 302" 2>/dev/null &
+	# -t 3: the control below must see all three before the deadline, which counts from
+	# before the sandbox is built
+	cr -t 3 --kill-after 0.2 -- bash -c "setsid bash -c 'exec -a $mark-a sleep 300' & (setsid bash -c 'exec -a $mark-b sleep 301' &) ; exec -a $mark sleep 302" 2>/dev/null &
 	bg=$!
 	await_procs "^$mark" 3 || { kill -9 $(pgrep -f -- "^$mark") 2>/dev/null; fail "control: the three sleepers did not start: $(pgrep -af -- "$mark")"; }
 	wait "$bg"
 	rc=$?
 	assert_eq $rc 124
 	end=$(date +%s%N)
-	[ $(((end - start) / 1000000)) -lt 5000 ] || fail "timeout took too long"
+	[ $(((end - start) / 1000000)) -lt 7000 ] || fail "timeout took too long"
 	assert_no_survivor "$mark"
 }
 
 test_core_timeout_sigterm_ignoring_loop() {
 	local out
-	out=$(cr --json -t 0.3 --kill-after 0.3 -c "trap '' TERM; while :; do :; done")
+	# the deadline counts from before the sandbox is built: 1 s, so that the shell has set its
+	# trap by then even under ASan beside the other pass (else SIGTERM ends it: signal 15)
+	out=$(cr --json -t 1 --kill-after 0.3 -c "trap '' TERM; while :; do :; done")
 	assert_eq "$(jget timed_out <<<"$out")" true
 	assert_eq "$(jget limit <<<"$out")" timeout
 	assert_eq "$(jget signal <<<"$out")" 9
 	local d; d=$(jget duration_ms <<<"$out")
-	[ "$d" -ge 550 ] && [ "$d" -lt 3000 ] || fail "duration $d ms: the grace period was not honoured"
+	[ "$d" -ge 1250 ] && [ "$d" -lt 4000 ] || fail "duration $d ms: the grace period was not honoured"
 }
 
 test_core_timeout_kill_reported_without_pidns() {
 	# Without a pid namespace (mode none; the no-namespace tier of mode auto) the init finds
 	# the command by walking /proc when the supervisor kills; the command's status must still
 	# be the one reported (it was reaped by that walk and reported as exit 0).
+	# (-t 1: the shell must have set its trap before the deadline, which counts from before
+	# the sandbox is built)
 	local out how i mark
 	for how in none nolayer; do
 		for i in 1 2 3; do
 			mark="corral-kr-$how-$RANDOM$RANDOM"
 			if [ "$how" = none ]; then
-				out=$("$CORRAL" run -w "$WS" --audit off --json --mode none -t 0.2 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
+				out=$("$CORRAL" run -w "$WS" --audit off --json --mode none -t 1 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
 			else
-				out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --audit off --json --mode auto -t 0.2 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
+				out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --audit off --json --mode auto -t 1 --kill-after 0.1 -- bash -c "trap '' TERM; exec -a $mark sleep 30")
 				assert_eq "$(jget isolation.pidns.applied <<<"$out")" false
 			fi
 			assert_eq "$(jget timed_out <<<"$out")" true "$how: $out"
@@ -160,7 +166,9 @@ test_core_timeout_sigwait_command_timed_out() {
 	local out i
 	for i in 1 2 3; do
 		rm -f "$WS/took"
-		out=$("$CORRAL" run -w "$WS" --audit off --json -t 0.3 --kill-after 2 -- python3 -c '
+		# -t 2: python3 must block SIGTERM before the deadline, which counts from before the
+		# sandbox is built (else SIGTERM ends it and it never writes "took")
+		out=$("$CORRAL" run -w "$WS" --audit off --json -t 2 --kill-after 2 -- python3 -c '
 import signal, sys
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
 s = signal.sigwait([signal.SIGTERM])
@@ -468,7 +476,7 @@ test_core_live_split_secret_redacted() {
 	local out early full tok=ghp_1234567890abcdefghijklmnopqrstuvwxyz
 	# a token cut by a pause longer than the idle release: its start stays held, the rest
 	# of the line comes out, and the whole token is redacted
-	out=$(live_read 1.5 "$CORRAL" run -w "$WS" -c "printf 'tok ${tok:0:18}'; sleep 3; printf '${tok:18} end\n'")
+	out=$(live_read 2.5 "$CORRAL" run -w "$WS" -c "printf 'tok ${tok:0:18}'; sleep 5; printf '${tok:18} end\n'")
 	early=$(jget early <<<"$out")
 	full=$(jget full <<<"$out")
 	assert_eq "$early" "tok |" "the safe part is released, the token prefix held"

@@ -194,6 +194,8 @@ test_session_stdin_gets_eof() {
 	ses_ok 'r["exit_code"] == 0'
 	ses_exec a 5000 'sleep 0.8; echo after'
 	ses_ok 'so == b"after\n" and se == b"" and r["exit_code"] == 0'
+	# (written 0.3 s into the command before; a slow machine may take longer)
+	for _ in $(seq 1 100); do [ -s "$WS/bg.txt" ] && break; sleep 0.05; done
 	assert_eq "$(cat "$WS/bg.txt")" "bg-read=1 []"
 	ses_exec a 5000 'echo third'
 	ses_ok 'so == b"third\n"'
