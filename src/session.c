@@ -307,9 +307,18 @@ static void sess_on_output(void *ud, int stream, const char *buf, size_t n)
 {
 	corral_session *s = ud;
 	if (s->sh != SH_STARTING) {
+		uint64_t before = s->out_total;
 		s->out_total += n;
-		if (s->out_total > s->opt.output_budget)
+		if (s->out_total > s->opt.output_budget) {
+			/* Nothing past the budget is kept: the shell is stopped when this event
+			 * has been handled, and the supervisor may read a pipe's worth or more
+			 * before that (a 20 KB budget returned up to 0.5 MB). */
 			s->budget_hit = true;
+			n = before < s->opt.output_budget ? (size_t)(s->opt.output_budget - before)
+			                                  : 0;
+			if (!n)
+				return;
+		}
 	}
 	if (s->sh == SH_STARTING) {
 		/* the shell's start-up chatter ("no job control"): kept for errors only */

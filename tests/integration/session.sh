@@ -453,6 +453,8 @@ test_session_output_budget() {
 	ses_exec a 10000 'head -c 20000000 /dev/zero | tr "\0" x; echo done'
 	ses_ok 'r["limit"] == "output" and r["session"]["ended"] is True' "the output budget ends the session"
 	ses_ok 'r["stdout_bytes"] < 20000000 and b"done" not in so' "stopped when the budget was spent"
+	# and nothing past the budget is kept (the supervisor reads on until the stop lands)
+	ses_ok 'r["stdout_bytes"] <= 20000 and len(so) <= 20000' "more than the budget was kept"
 	ses_ok 'r["duration_ms"] < 5000'
 	ses_op a 'exec 0 echo after'
 	ses_ok '"error" in d and "output budget" in d["error"]'
