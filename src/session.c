@@ -223,6 +223,8 @@ struct corral_session {
 	bool have_status, interrupted;
 	/* session-wide */
 	uint64_t out_total, dropped, created, last_end;
+	uint64_t kept; /* the commands' output as captured (after redaction), at most the budget */
+	bool cut[2];   /* this command's stream lost bytes past the budget */
 	unsigned commands, restarts;
 	bool budget_hit, cpu_hit;
 	struct corral_job *jobs;
@@ -294,10 +296,24 @@ int corral_session_next_timeout_ms(const corral_session *s)
 	return next > t ? (int)(next - t) : 0;
 }
 
+/* What the command's output becomes, after redaction. Nothing past the session's output
+ * budget is kept, here rather than before the redactor: the shell is stopped once the event
+ * that spent the budget has been handled, and the supervisor may read a pipe's worth or
+ * more before that (a 20 KB budget returned up to 0.5 MB), but a cut in the raw bytes could
+ * split a token, whose held prefix the redactor would then let out as plain text. */
 static void sess_emit(void *ud, const char *buf, size_t n)
 {
 	struct sess_sink *k = ud;
 	corral_session *s = k->s;
+	uint64_t room = s->kept < s->opt.output_budget ? s->opt.output_budget - s->kept : 0;
+	if (n > room) { /* (redaction can make the output longer than the raw bytes) */
+		s->cut[k->stream - 1] = true;
+		s->budget_hit = true;
+		n = (size_t)room;
+	}
+	if (!n)
+		return;
+	s->kept += n;
 	if (s->cfg->out_cb)
 		s->cfg->out_cb(s->cfg->out_ud, k->stream, buf, n);
 	capture_feed(&s->cap[k->stream - 1], buf, n);
@@ -307,18 +323,9 @@ static void sess_on_output(void *ud, int stream, const char *buf, size_t n)
 {
 	corral_session *s = ud;
 	if (s->sh != SH_STARTING) {
-		uint64_t before = s->out_total;
 		s->out_total += n;
-		if (s->out_total > s->opt.output_budget) {
-			/* Nothing past the budget is kept: the shell is stopped when this event
-			 * has been handled, and the supervisor may read a pipe's worth or more
-			 * before that (a 20 KB budget returned up to 0.5 MB). */
+		if (s->out_total > s->opt.output_budget)
 			s->budget_hit = true;
-			n = before < s->opt.output_budget ? (size_t)(s->opt.output_budget - before)
-			                                  : 0;
-			if (!n)
-				return;
-		}
 	}
 	if (s->sh == SH_STARTING) {
 		/* the shell's start-up chatter ("no job control"): kept for errors only */
@@ -708,6 +715,7 @@ static uint64_t sess_cpu_ms(const corral_session *s)
 static void sess_begin_streams(corral_session *s)
 {
 	for (int i = 0; i < 2; i++) {
+		s->cut[i] = false;
 		capture_init(&s->cap[i], s->cfg->output_cap);
 		s->sink[i].s = s;
 		s->sink[i].stream = i + 1;
@@ -745,8 +753,8 @@ static void sess_finish_cmd(corral_session *s)
 		redact_stream_free(s->rs[i]);
 		s->rs[i] = NULL;
 	}
-	res->stdout_truncated = capture_truncated(&s->cap[0]);
-	res->stderr_truncated = capture_truncated(&s->cap[1]);
+	res->stdout_truncated = capture_truncated(&s->cap[0]) || s->cut[0];
+	res->stderr_truncated = capture_truncated(&s->cap[1]) || s->cut[1];
 	res->stdout_buf = capture_finish(&s->cap[0], &res->stdout_len);
 	res->stderr_buf = capture_finish(&s->cap[1], &res->stderr_len);
 	capture_free(&s->cap[0]);

@@ -124,10 +124,12 @@ start_second_pass() {
 # The runner ends before the second pass: end it too (setsid made it its process group's
 # leader, so the group is its pid; background jobs of a script ignore SIGINT, hence TERM).
 stop_second_pass() {
-	[ -n "$P2_PID" ] || return 0
-	kill -TERM -- "-$P2_PID" "$P2_PID" 2>/dev/null
-	wait "$P2_PID" 2>/dev/null
-	rm -rf "$P2" "$OUT"
+	if [ -n "$P2_PID" ]; then
+		kill -TERM -- "-$P2_PID" "$P2_PID" 2>/dev/null
+		wait "$P2_PID" 2>/dev/null
+	fi
+	[ -z "$P2" ] || rm -rf "$P2"
+	[ -z "$OUT" ] || rm -f "$OUT"
 	P2_PID= P2= OUT=
 }
 finish_second_pass() {

@@ -86,6 +86,9 @@ static int unhex(const char *h, char **out, size_t *len)
 
 int main(int argc, char **argv)
 {
+	/* one answer per line, out at once: the tests read each with head, which would take a
+	 * later answer held in a full buffer along with it */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2) {
 		fprintf(stderr, "usage: session_tool WORKSPACE [options] < SCRIPT\n");
 		return 2;
