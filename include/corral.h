@@ -381,7 +381,9 @@ struct corral_session_options {
 	uint64_t startup_timeout_ms; /* the shell must be ready within this (0: 10 s) */
 	uint64_t term_timeout_ms;    /* close: SIGHUP, then SIGKILL after this (0: 2 s) */
 	uint64_t output_budget;      /* bytes of output over the session's life (0: 1 GiB); when
-	                                spent the session ends with limit "output" */
+	                                spent the session ends with limit "output", and the
+	                                captured output stops at it (cut after redaction,
+	                                marked truncated) */
 	const char *shell;           /* the shell program (NULL: bash if present, else sh) */
 };
 
