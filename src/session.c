@@ -753,6 +753,14 @@ static void sess_finish_cmd(corral_session *s)
 		redact_stream_free(s->rs[i]);
 		s->rs[i] = NULL;
 	}
+	/* This command spent the session's output budget (its last output may be read only
+	 * after its status, here): its result says so, as when the stop came first; the shell
+	 * is ended before anything else runs (the event loop, corral_session_begin). */
+	if (s->budget_hit) {
+		if (res->limit == CORRAL_HIT_NONE)
+			res->limit = CORRAL_HIT_OUTPUT;
+		res->session_ended = 1;
+	}
 	res->stdout_truncated = capture_truncated(&s->cap[0]) || s->cut[0];
 	res->stderr_truncated = capture_truncated(&s->cap[1]) || s->cut[1];
 	res->stdout_buf = capture_finish(&s->cap[0], &res->stdout_len);
@@ -1244,6 +1252,8 @@ int corral_session_begin(corral_session *s, const char *command, uint64_t timeou
 		                        "session %s: a command is already running in it; wait for "
 		                        "its result (one command at a time per session)",
 		                        s->id);
+	if (s->budget_hit && s->sh != SH_ENDED)
+		sess_shell_ended(s); /* the last command spent it, and nothing has run since */
 	if (s->sh == SH_ENDED)
 		return corral_set_error(err, CORRAL_ESTATE, 0, "session",
 		                        "session %s has ended (its shell exited%s); open a new "
