@@ -35,7 +35,10 @@
  * that needs more input is not retried before that input has arrived. The exact strings are
  * checked by first-byte index and memcmp, so the cost per anchor is bounded by the total
  * length of the strings sharing its first two bytes (documented, not quadratic in the input).
- * Plain text runs at about 1 GB/s. */
+ * The anchor scan takes 32 positions at a time with AVX2 where the CPU has it (a nibble
+ * pre-filter of the bigram set, then the exact bitmap; build_prefilter()), else 4 at a time.
+ * In-process, 64 KiB feeds on the 2-core CI machine (2026-11-27): zeros 11 GB/s, prose
+ * 1.6 GB/s, base64 2.9 GB/s, C source 2.0 GB/s (scalar: 2.3, 1.1, 1.1, 1.4). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memmem */
 #endif
@@ -45,6 +48,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CORRAL_NO_SIMD)
+#include <immintrin.h>
+#define REDACT_AVX2 1
+#endif
 
 /* The first four can be made tiny at build time (-DTOKEN_BOUND=48 ...) so the fuzzer reaches
  * the bounds, the open intervals and the window compaction with small inputs. */
@@ -140,6 +148,11 @@ struct redactor {
 	uint8_t *pool; /* the copied strings */
 	uint16_t cls[256];
 	uint64_t bigram[65536 / 64]; /* (byte, next byte) pairs that can start a match */
+	/* The bigram set widened to 8 buckets of (first byte, second byte) nibble products, for
+	 * a vector pre-filter (build_prefilter()): low and high nibble of the first byte, then of
+	 * the second. A superset of the bigrams; every candidate is checked in the bitmap. */
+	uint8_t pre[4][16];
+	bool simd; /* the CPU has AVX2 and the pre-filter is built */
 	char repl[RK__COUNT][32];
 	uint8_t repl_len[RK__COUNT];
 };
@@ -898,6 +911,48 @@ static uint64_t lowest_start(const struct redactor *r, const struct view *v, uin
 	return q;
 }
 
+#ifdef REDACT_AVX2
+/* 32 positions at a time: a position is a candidate when the nibbles of its byte and of the
+ * next one share a bucket (pshufb looks each nibble up in a 16-byte table); a candidate is
+ * then checked in the exact bitmap. Plain output (no bigram anywhere) costs a few vector
+ * instructions per 32 bytes instead of 32 table lookups. Returns the first position in
+ * [*i, n) that starts a bigram, or UINT64_MAX with *i at the first position not looked at
+ * (fewer than 32 + 1 bytes from n). Reads p[*i .. n]. */
+__attribute__((target("avx2"))) static uint64_t anchor_avx2(const struct redactor *r,
+                                                            const uint8_t *p, size_t *ip, size_t n)
+{
+	const __m256i lo1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *)r->pre[0]));
+	const __m256i hi1 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *)r->pre[1]));
+	const __m256i lo2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *)r->pre[2]));
+	const __m256i hi2 = _mm256_broadcastsi128_si256(_mm_loadu_si128((const void *)r->pre[3]));
+	const __m256i nib = _mm256_set1_epi8(0x0f), zero = _mm256_setzero_si256();
+	const uint64_t *bm = r->bigram;
+	size_t i = *ip;
+	for (; i + 32 <= n; i += 32) {
+		__m256i a = _mm256_loadu_si256((const void *)(p + i));
+		__m256i b = _mm256_loadu_si256((const void *)(p + i + 1));
+		__m256i ma = _mm256_and_si256(
+		    _mm256_shuffle_epi8(lo1, _mm256_and_si256(a, nib)),
+		    _mm256_shuffle_epi8(hi1, _mm256_and_si256(_mm256_srli_epi16(a, 4), nib)));
+		__m256i mb = _mm256_and_si256(
+		    _mm256_shuffle_epi8(lo2, _mm256_and_si256(b, nib)),
+		    _mm256_shuffle_epi8(hi2, _mm256_and_si256(_mm256_srli_epi16(b, 4), nib)));
+		uint32_t cand = ~(uint32_t)_mm256_movemask_epi8(
+		    _mm256_cmpeq_epi8(_mm256_and_si256(ma, mb), zero));
+		for (; cand; cand &= cand - 1) {
+			size_t j = i + (size_t)__builtin_ctz(cand);
+			unsigned k = (unsigned)p[j] << 8 | p[j + 1];
+			if (bm[k >> 6] >> (k & 63) & 1) {
+				*ip = j;
+				return j;
+			}
+		}
+	}
+	*ip = i;
+	return UINT64_MAX;
+}
+#endif
+
 /* First position in [from, stop) whose bigram can start a match, or UINT64_MAX. */
 static uint64_t find_anchor(const struct redactor *r, const struct view *v, uint64_t from,
                             uint64_t stop)
@@ -909,6 +964,13 @@ static uint64_t find_anchor(const struct redactor *r, const struct view *v, uint
 	const uint8_t *p = v->p;
 	const uint64_t *bm = r->bigram;
 	size_t i = (size_t)(from - v->base), n = (size_t)(stop - v->base);
+#ifdef REDACT_AVX2
+	if (r->simd && i + 32 <= n) {
+		uint64_t j = anchor_avx2(r, p, &i, n);
+		if (j != UINT64_MAX)
+			return v->base + j;
+	}
+#endif
 	for (; i + 4 <= n; i += 4) {
 		unsigned k0 = (unsigned)p[i] << 8 | p[i + 1],
 		         k1 = (unsigned)p[i + 1] << 8 | p[i + 2];
@@ -1047,6 +1109,96 @@ static void set_bigram(struct redactor *r, uint8_t a, uint8_t b)
 	r->bigram[k >> 6] |= (uint64_t)1 << (k & 63);
 }
 
+/* The vector pre-filter's tables (find_anchor()). Each first byte that starts a bigram is a
+ * group: its own nibbles, and the nibbles of its second bytes. A bucket accepts the product
+ * of its four nibble sets, so groups are merged, cheapest first, until 8 are left (more than
+ * 16 groups are first merged by the first byte's low nibble, which widens nothing on the
+ * first byte's side). Cheapest: the least growth of that product. The built-in detectors
+ * give 10 groups; 'h'/'x' and 'r'/'s' merge without widening anything. */
+struct pre_grp {
+	uint16_t m[4]; /* nibble sets: first byte low, high; second byte low, high */
+};
+
+static unsigned pre_cost(const struct pre_grp *g)
+{
+	return (unsigned)(__builtin_popcount(g->m[0]) * __builtin_popcount(g->m[1]) *
+	                  __builtin_popcount(g->m[2]) * __builtin_popcount(g->m[3]));
+}
+
+static void pre_merge(struct pre_grp *into, const struct pre_grp *g)
+{
+	for (int t = 0; t < 4; t++)
+		into->m[t] |= g->m[t];
+}
+
+static void build_prefilter(struct redactor *r)
+{
+	struct pre_grp g[256];
+	int ng = 0;
+	for (unsigned a = 0; a < 256; a++) {
+		const uint64_t *row = r->bigram + (size_t)a * 4;
+		if (!(row[0] | row[1] | row[2] | row[3]))
+			continue;
+		struct pre_grp x = {{(uint16_t)(1u << (a & 15)), (uint16_t)(1u << (a >> 4)), 0, 0}};
+		for (unsigned w = 0; w < 4; w++)
+			for (uint64_t bits = row[w]; bits; bits &= bits - 1) {
+				unsigned b = w * 64 + (unsigned)__builtin_ctzll(bits);
+				x.m[2] |= (uint16_t)(1u << (b & 15));
+				x.m[3] |= (uint16_t)(1u << (b >> 4));
+			}
+		g[ng++] = x;
+	}
+	if (ng > 16) {
+		struct pre_grp by_lo[16] = {{{0}}};
+		for (int i = 0; i < ng; i++)
+			pre_merge(&by_lo[__builtin_ctz(g[i].m[0])], &g[i]);
+		ng = 0;
+		for (int i = 0; i < 16; i++)
+			if (by_lo[i].m[0])
+				g[ng++] = by_lo[i];
+	}
+	while (ng > 8) {
+		int bi = 0, bj = 1;
+		long best = 0;
+		bool first = true;
+		for (int i = 0; i < ng; i++)
+			for (int j = i + 1; j < ng; j++) {
+				struct pre_grp u = g[i];
+				pre_merge(&u, &g[j]);
+				long grow = (long)pre_cost(&u) - pre_cost(&g[i]) - pre_cost(&g[j]);
+				if (first || grow < best) {
+					first = false;
+					best = grow;
+					bi = i;
+					bj = j;
+				}
+			}
+		pre_merge(&g[bi], &g[bj]);
+		g[bj] = g[--ng];
+	}
+	memset(r->pre, 0, sizeof(r->pre));
+	for (int k = 0; k < ng; k++)
+		for (int t = 0; t < 4; t++)
+			for (unsigned nb = 0; nb < 16; nb++)
+				if (g[k].m[t] >> nb & 1)
+					r->pre[t][nb] |= (uint8_t)(1u << k);
+#ifdef REDACT_AVX2
+	__builtin_cpu_init();
+	r->simd = __builtin_cpu_supports("avx2");
+#endif
+}
+
+bool redactor_use_simd(struct redactor *r, bool on)
+{
+#ifdef REDACT_AVX2
+	__builtin_cpu_init();
+	r->simd = on && __builtin_cpu_supports("avx2");
+#else
+	(void)on;
+#endif
+	return r->simd;
+}
+
 static int pat_cmp(const void *pa, const void *pb)
 {
 	const struct pat *a = pa, *b = pb;
@@ -1137,6 +1289,7 @@ struct redactor *redactor_new(enum redact_mode mode, const char *const *values, 
 		if (p->len > max_pat)
 			max_pat = p->len;
 	}
+	build_prefilter(r);
 	r->holdback = PEM_LOOKAHEAD > TOKEN_LOOKAHEAD ? PEM_LOOKAHEAD : TOKEN_LOOKAHEAD;
 	if (max_pat > r->holdback)
 		r->holdback = max_pat;

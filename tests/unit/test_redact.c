@@ -732,8 +732,136 @@ static void test_anchor_alignment(void)
 	redactor_free(rs[1]);
 }
 
+/* The AVX2 anchor scan (32 positions at a time, a nibble pre-filter, then the exact bigram
+ * bitmap) and the portable scalar one give the same output and counts: every secret at every
+ * offset across two 32-byte blocks, and random text drawn mostly from the bytes the bigrams
+ * use, with redactors of 1, 10 and 200 exact values (the last has more than 16 first bytes,
+ * so its pre-filter merges groups by nibble first). On a CPU with AVX2 (the CI machines) the
+ * vector scan must be the one in use, so the comparison compares two different scans. */
+static void test_simd_equals_scalar(void)
+{
+	static char vals200[200][24];
+	const char *vp[200];
+	srand(11);
+	for (int i = 0; i < 200; i++) {
+		for (int j = 0; j < 12; j++)
+			vals200[i][j] = (char)(33 + rand() % 94);
+		vals200[i][0] = (char)(33 + i % 94); /* 94 first bytes */
+		vals200[i][12] = 0;
+		vp[i] = vals200[i];
+	}
+	vp[0] = ENVVAL;
+	const char *many[] = {ENVVAL,          "Bq7-private-one", "Cq7-private-two",
+	                      "Dq7-private-3", "Eq7-private-4",   "Fq7-private-5",
+	                      "Gq7-private-6", "Hq7-private-7",   "Iq7-private-8",
+	                      "Jq7-private-9"};
+	const char *custom[] = {CUSTOM};
+	struct redactor *vec[3] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
+	                           redactor_new(REDACT_REDACT, many, 10, custom, 1),
+	                           redactor_new(REDACT_REDACT, vp, 200, custom, 1)};
+	struct redactor *sca[3] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
+	                           redactor_new(REDACT_REDACT, many, 10, custom, 1),
+	                           redactor_new(REDACT_REDACT, vp, 200, custom, 1)};
+	bool vec_on = true;
+	for (int w = 0; w < 3; w++) {
+		vec_on = vec_on && redactor_use_simd(vec[w], true);
+		CHECK("redact scalar scan can be chosen", !redactor_use_simd(sca[w], false));
+	}
+#if defined(__x86_64__) && defined(__GNUC__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		CHECK("redact uses the AVX2 anchor scan on a CPU with AVX2", vec_on);
+#endif
+	printf("INFO redact anchor scan: %s\n", vec_on ? "AVX2" : "scalar");
+
+	static const char *const secrets[] = {
+	    GHP,   AWS_ID, PEM,    XOXB,
+	    JWT,   ENVVAL, CUSTOM, "postgres://admin:s3cretPass@db.x",
+	    GLPAT, OPENAI, STRIPE, ("aws_secret_access_key=" AWS_SECRET)};
+	char in[1024];
+	int bad = 0, cases = 0;
+	for (int w = 0; w < 3; w++)
+		for (size_t c = 0; c < sizeof(secrets) / sizeof(secrets[0]); c++)
+			for (size_t off = 0; off < 70; off++) {
+				size_t n = 0;
+				for (; n < off; n++)
+					in[n] = "ZZ. ah, sr gi -a :x\n"[n % 20];
+				n += (size_t)snprintf(in + n, sizeof(in) - n, " %s zz. ZZZZ, ZZZZ ",
+				                      secrets[c]);
+				size_t a, b;
+				struct redact_stats sa, sb;
+				char *x = redact_buffer(vec[w], in, n, &a, &sa);
+				char *y = redact_buffer(sca[w], in, n, &b, &sb);
+				if (!x || !y || a != b || memcmp(x, y, a) || !stats_eq(&sa, &sb) ||
+				    sa.total == 0) {
+					if (bad < 5)
+						printf("  redactor %d, secret %zu, offset %zu: %s "
+						       "| %s "
+						       "(%llu, %llu)\n",
+						       w, c, off, x ? x : "(null)",
+						       y ? y : "(null)",
+						       (unsigned long long)sa.total,
+						       (unsigned long long)sb.total);
+					bad++;
+				}
+				cases++;
+				free(x);
+				free(y);
+			}
+	CHECK("redact AVX2 and scalar scans agree on every secret at every offset", bad == 0);
+
+	/* random text: many near-anchors, some real ones, lengths across the block size */
+	static const char alpha[] = "AKSGIRNwWaghilxoeyrk-:/_pJZz0123. \n\x01\xff";
+	char *buf = malloc(8192);
+	bad = 0;
+	uint64_t found = 0;
+	for (int t = 0; t < 3000; t++) {
+		size_t n = (size_t)rand() % 8192;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = alpha[(size_t)rand() % (sizeof(alpha) - 1)];
+		if (n > 64 && t % 3 == 0) { /* a real secret now and then */
+			const char *sx =
+			    secrets[(size_t)t % (sizeof(secrets) / sizeof(secrets[0]))];
+			size_t at = (size_t)rand() % (n - 64), sl = strlen(sx);
+			if (at + sl < n)
+				memcpy(buf + at, sx, sl);
+		}
+		if (n > 20 && t % 5 == 0) { /* an exact value of the large redactor */
+			size_t at = (size_t)rand() % (n - 20);
+			memcpy(buf + at, vp[1 + (size_t)t % 199], 12);
+		}
+		int w = t % 3;
+		size_t a, b;
+		struct redact_stats sa, sb;
+		char *x = redact_buffer(vec[w], buf, n, &a, &sa);
+		char *y = redact_buffer(sca[w], buf, n, &b, &sb);
+		if (!x || !y || a != b || memcmp(x, y, a) || !stats_eq(&sa, &sb))
+			bad++;
+		found += sa.total;
+		/* and streamed in odd chunks with the vector scan */
+		size_t sl;
+		struct redact_stats ss;
+		char *z = stream_every(vec[w], buf, n, 1 + (size_t)t % 97, &ss, &sl);
+		if (!z || !y || sl != b || memcmp(z, y, b) || !stats_eq(&ss, &sb))
+			bad++;
+		free(x);
+		free(y);
+		free(z);
+	}
+	printf("INFO redact AVX2/scalar comparison: %d secret cases, 3000 random texts with %llu "
+	       "redactions\n",
+	       cases, (unsigned long long)found);
+	CHECK("redact AVX2 and scalar scans agree on random text", bad == 0 && found > 400);
+	free(buf);
+	for (int w = 0; w < 3; w++) {
+		redactor_free(vec[w]);
+		redactor_free(sca[w]);
+	}
+}
+
 void test_redact(void)
 {
+	test_simd_equals_scalar();
 	test_anchor_alignment();
 	test_detectors();
 	test_modes();
