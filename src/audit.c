@@ -851,15 +851,13 @@ static void run_text_free(struct run_text *t)
 	free(t->error);
 }
 
-static int run_text_from(const struct corral_result *res, struct run_text *t,
+static int run_text_from(const struct corral_result *res, bool with_output, struct run_text *t,
                          struct corral_error *err)
 {
 	memset(t, 0, sizeof(*t));
-	char *s = NULL;
-	if (corral_result_to_json(res, &s, err) < 0)
-		return err->code;
-	t->doc = json_loads(s, 0, NULL);
-	free(s);
+	/* the object itself, not its text parsed back: the same strings, without encoding and
+	 * parsing a megabyte of output that is not stored */
+	t->doc = result_json(res, with_output);
 	if (!t->doc)
 		return nomem(err);
 	json_t *e = json_object_get(t->doc, "error");
@@ -872,7 +870,8 @@ static int run_text_from(const struct corral_result *res, struct run_text *t,
 	t->out_n = json_string_length(o);
 	t->err = json_string_value(r);
 	t->err_n = json_string_length(r);
-	if (!t->argv || !t->isolation || (json_is_object(e) && !t->error)) {
+	if (!t->argv || !t->isolation || (json_is_object(e) && !t->error) ||
+	    (with_output && (!t->out || !t->err))) {
 		run_text_free(t);
 		return nomem(err);
 	}
@@ -953,7 +952,7 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
 		return CORRAL_EINVAL;
 	const struct corral_result *res = r->res;
 	struct run_text t = {0};
-	if (res && run_text_from(res, &t, err) < 0)
+	if (res && run_text_from(res, r->store_output, &t, err) < 0)
 		return err->code;
 	uint64_t dur = res ? res->duration_ms : 0;
 	int64_t started = r->started_at_ms, ended;

@@ -8,6 +8,7 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 struct env_entry {
 	char *name;
@@ -116,6 +117,12 @@ int result_add_layer(struct corral_result *res, const char *name, int applied, c
 /* A JSON string from bytes: invalid UTF-8 and NUL become U+FFFD (result.c). */
 struct json_t;
 struct json_t *json_bytes(const char *s, size_t n);
+/* The result as corral_result_to_json() encodes it, as an object; without "stdout" and
+ * "stderr" when with_output is false (the audit record, which keeps the output only on
+ * request, would otherwise encode up to --max-output twice for nothing). */
+struct json_t *result_json(const struct corral_result *res, bool with_output);
+/* corral_result_to_json()'s document and a newline, written to f as it is encoded. */
+int result_write_json(const struct corral_result *res, FILE *f);
 
 /* ---- violations.c ---------------------------------------------------------------------- */
 

@@ -293,11 +293,7 @@ static void finish(corral_pipeline *p)
 /* A stage's result object, as corral_result_to_json() encodes it. */
 static json_t *stage_json(const struct corral_result *r, struct corral_error *err)
 {
-	char *s = NULL;
-	if (corral_result_to_json(r, &s, err) < 0)
-		return NULL;
-	json_t *j = json_loads(s, 0, NULL);
-	free(s);
+	json_t *j = result_json(r, true);
 	if (!j)
 		corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result", "result: out of memory");
 	return j;

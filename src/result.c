@@ -114,15 +114,16 @@ json_t *json_bytes(const char *s, size_t n)
 	char *out = malloc(n * 3 + 1);
 	if (!out)
 		return NULL;
-	size_t o = 0;
+	size_t o = 0, run = 0; /* [run, i) is valid and not copied yet */
 	for (size_t i = 0; i < n;) {
 		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x01 && c < 0x80) { /* printable ASCII and controls: the common case */
+			i++;
+			continue;
+		}
 		size_t len = 0;
 		uint32_t cp = 0;
-		if (c < 0x80) {
-			len = 1;
-			cp = c;
-		} else if ((c & 0xe0) == 0xc0) {
+		if ((c & 0xe0) == 0xc0) {
 			len = 2;
 			cp = c & 0x1f;
 		} else if ((c & 0xf0) == 0xe0) {
@@ -132,6 +133,7 @@ json_t *json_bytes(const char *s, size_t n)
 			len = 4;
 			cp = c & 0x07;
 		}
+		/* NUL (len 0): jansson strings may hold it, but keep the output printable */
 		bool ok = len > 0 && i + len <= n;
 		for (size_t k = 1; ok && k < len; k++) {
 			unsigned char cc = (unsigned char)s[i + k];
@@ -143,19 +145,21 @@ json_t *json_bytes(const char *s, size_t n)
 		           (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
 		           (cp >= 0xd800 && cp <= 0xdfff)))
 			ok = false;
-		if (ok && cp == 0)
-			ok = false; /* jansson strings may hold NUL, but keep output printable */
 		if (ok) {
-			memcpy(out + o, s + i, len);
-			o += len;
 			i += len;
-		} else {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i += 1;
+			continue;
 		}
+		memcpy(out + o, s + run, i - run);
+		o += i - run;
+		out[o++] = '\xef';
+		out[o++] = '\xbf';
+		out[o++] = '\xbd';
+		run = ++i;
 	}
-	json_t *j = json_stringn(out, o);
+	memcpy(out + o, s + run, n - run);
+	o += n - run;
+	/* valid UTF-8 without NUL by construction: jansson need not check it again */
+	json_t *j = json_stringn_nocheck(out, o);
 	free(out);
 	return j;
 }
@@ -184,7 +188,7 @@ char *result_violations_json(const struct corral_result *res)
 	return s;
 }
 
-static json_t *result_json(const struct corral_result *res)
+json_t *result_json(const struct corral_result *res, bool with_output)
 {
 	json_t *o = json_object();
 	if (!o)
@@ -211,10 +215,14 @@ static json_t *result_json(const struct corral_result *res)
 	json_object_set_new(o, "prebuilt_ms",
 	                    res->prebuilt ? json_integer((json_int_t)res->prebuilt_ms)
 	                                  : json_null());
-	json_object_set_new(o, "stdout",
-	                    json_bytes(res->stdout_buf ? res->stdout_buf : "", res->stdout_len));
-	json_object_set_new(o, "stderr",
-	                    json_bytes(res->stderr_buf ? res->stderr_buf : "", res->stderr_len));
+	if (with_output) {
+		json_object_set_new(
+		    o, "stdout",
+		    json_bytes(res->stdout_buf ? res->stdout_buf : "", res->stdout_len));
+		json_object_set_new(
+		    o, "stderr",
+		    json_bytes(res->stderr_buf ? res->stderr_buf : "", res->stderr_len));
+	}
 	json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)res->stdout_bytes));
 	json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)res->stderr_bytes));
 	json_object_set_new(o, "stdout_truncated", json_boolean(res->stdout_truncated));
@@ -268,7 +276,7 @@ static json_t *result_json(const struct corral_result *res)
 
 int corral_result_to_json(const struct corral_result *res, char **out, struct corral_error *err)
 {
-	json_t *o = result_json(res);
+	json_t *o = result_json(res, true);
 	if (!o)
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result",
 		                        "result: out of memory");
@@ -278,6 +286,18 @@ int corral_result_to_json(const struct corral_result *res, char **out, struct co
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "result",
 		                        "result: out of memory");
 	return 0;
+}
+
+int result_write_json(const struct corral_result *res, FILE *f)
+{
+	json_t *o = result_json(res, true);
+	if (!o)
+		return -1;
+	/* straight into the stream: no whole-document string, which for a capped 1 MiB of
+	 * output is up to 3 MiB grown by doubling (copies and page faults) */
+	int rc = json_dumpf(o, f, JSON_COMPACT);
+	json_decref(o);
+	return rc < 0 || fputc('\n', f) == EOF ? -1 : 0;
 }
 
 const char *corral_redaction_kind_name(unsigned i)

@@ -598,11 +598,8 @@ int cmd_run(int argc, char **argv)
 			run_audit(cfg, &o, res, started, cancelled_by_signal);
 		store = NULL;
 		if (o.json) {
-			char *json = NULL;
-			if (corral_result_to_json(res, &json, &err) == 0) {
-				puts(json);
-				free(json);
-			}
+			if (result_write_json(res, stdout) < 0 || fflush(stdout) == EOF)
+				cli_error("cannot write the JSON result to stdout: %s", strerror(errno));
 		} else {
 			if (res->error.code)
 				cli_error("%s", res->error.message);

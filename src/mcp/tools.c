@@ -1707,13 +1707,11 @@ json_t *mcp_tool_error(const char *message)
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
                         const char *version)
 {
-	char *json = NULL;
-	if (corral_result_to_json(res, &json, NULL) < 0)
-		return NULL;
-	json_t *structured = json_loads(json, 0, NULL);
+	/* the result's object itself (corral_result_to_json()'s document), not its text parsed
+	 * back: a call with a megabyte of output encoded and parsed it once more */
+	json_t *structured = result_json(res, true);
 	char *text = structured ? result_text(plan, res, structured) : NULL;
 	if (!text) {
-		free(json);
 		json_decref(structured);
 		return NULL;
 	}
@@ -1726,10 +1724,15 @@ json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result 
 		json_object_set_new(out, "structuredContent", structured);
 	} else {
 		/* Before structuredContent existed, the JSON travels as a second text item. */
-		json_array_append_new(content, text_item(json));
+		char *json = json_dumps(structured, JSON_COMPACT);
 		json_decref(structured);
+		if (!json) {
+			json_decref(out);
+			return NULL;
+		}
+		json_array_append_new(content, text_item(json));
+		free(json);
 	}
-	free(json);
 	json_object_set_new(out, "isError", json_boolean(result_failed(res)));
 	return out;
 }
