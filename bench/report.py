@@ -434,14 +434,18 @@ def section_flood(out, flood, targets):
         out.append("Not run.\n")
         return
     measured(out, flood, "flood")
+    sampled = flood.get("sampled_reps")
+    how = (f"in {sampled} more runs of their own (a sampler on this 2-core machine takes CPU "
+           "from the two processes that move the bytes, so the timed runs are not sampled)"
+           if sampled else "in the timed runs")
     out.append(f"Median of {flood['reps']} runs after one discarded warm-up; throughput is "
                "bytes ÷ median wall time, in GB/s (10⁹ bytes/s). corral keeps the head and tail of each "
                "stream (`--max-output`, 1 MiB by default) and counts every byte; the JSON "
                "result is read and checked (`stdout_bytes` equals the bytes written). Peak "
                "RSS of the corral process: VmHWM sampled from `/proc/PID/status` every "
-               "millisecond while it runs, and `%M` (ru_maxrss) of GNU time, the largest of "
-               "corral and the descendants it waited for. The baselines' memory is that of "
-               "head/cat, shown for scale.\n")
+               f"millisecond while it runs, {how}, and `%M` (ru_maxrss) of GNU time, the "
+               "largest of corral and the descendants it waited for, in all runs. The "
+               "baselines' memory is that of head/cat, shown for scale.\n")
     out.append("| what | bytes | median wall | throughput | corral VmHWM | ru_maxrss | "
                "bytes counted |")
     out.append("|---|---:|---:|---:|---:|---:|---:|")
