@@ -149,14 +149,16 @@ json_t *json_bytes(const char *s, size_t n)
 			i += len;
 			continue;
 		}
-		memcpy(out + o, s + run, i - run);
+		if (i > run)
+			memcpy(out + o, s + run, i - run);
 		o += i - run;
 		out[o++] = '\xef';
 		out[o++] = '\xbf';
 		out[o++] = '\xbd';
 		run = ++i;
 	}
-	memcpy(out + o, s + run, n - run);
+	if (n > run) /* (s may be NULL when n is 0) */
+		memcpy(out + o, s + run, n - run);
 	o += n - run;
 	/* valid UTF-8 without NUL by construction: jansson need not check it again */
 	json_t *j = json_stringn_nocheck(out, o);
