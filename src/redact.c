@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The AVX2 anchor scan (x86-64, chosen at run time); -DCORRAL_NO_SIMD builds without it. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(CORRAL_NO_SIMD)
 #include <immintrin.h>
 #define REDACT_AVX2 1

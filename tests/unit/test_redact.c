@@ -767,7 +767,7 @@ static void test_simd_equals_scalar(void)
 		vec_on = vec_on && redactor_use_simd(vec[w], true);
 		CHECK("redact scalar scan can be chosen", !redactor_use_simd(sca[w], false));
 	}
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CORRAL_NO_SIMD)
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx2"))
 		CHECK("redact uses the AVX2 anchor scan on a CPU with AVX2", vec_on);
