@@ -44,6 +44,7 @@
 #endif
 #include "redact.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1160,15 +1161,13 @@ static void build_prefilter(struct redactor *r)
 	}
 	while (ng > 8) {
 		int bi = 0, bj = 1;
-		long best = 0;
-		bool first = true;
+		long best = LONG_MAX;
 		for (int i = 0; i < ng; i++)
 			for (int j = i + 1; j < ng; j++) {
 				struct pre_grp u = g[i];
 				pre_merge(&u, &g[j]);
 				long grow = (long)pre_cost(&u) - pre_cost(&g[i]) - pre_cost(&g[j]);
-				if (first || grow < best) {
-					first = false;
+				if (grow < best) {
 					best = grow;
 					bi = i;
 					bj = j;

@@ -684,6 +684,13 @@ static void test_stats(void)
 	redactor_free(r);
 }
 
+/* Exact values for redactors with one and with ten of them (ten first bytes besides the
+ * detectors'), and one custom string. */
+static const char *MANY[] = {ENVVAL,          "Bq7-private-one", "Cq7-private-two", "Dq7-private-3",
+                             "Eq7-private-4", "Fq7-private-5",   "Gq7-private-6",   "Hq7-private-7",
+                             "Iq7-private-8", "Jq7-private-9"};
+static const char *CUSTOM_ONE[] = {CUSTOM};
+
 /* Every secret at every offset from 100 to 147 (the anchor scan checks four positions at a
  * time), after filler without a byte a detector can start with and after filler full of
  * them that starts nothing, in a redactor with the default detectors and one exact value and
@@ -696,13 +703,8 @@ static void test_anchor_alignment(void)
 	             {PEM, PEM_BODY},  {XOXB, XOXB},
 	             {JWT, JWT},       {"postgres://admin:s3cretPass@db.x", "s3cretPass"},
 	             {ENVVAL, ENVVAL}, {CUSTOM, CUSTOM}};
-	const char *many[] = {ENVVAL,          "Bq7-private-one", "Cq7-private-two",
-	                      "Dq7-private-3", "Eq7-private-4",   "Fq7-private-5",
-	                      "Gq7-private-6", "Hq7-private-7",   "Iq7-private-8",
-	                      "Jq7-private-9"};
-	const char *custom[] = {CUSTOM};
-	struct redactor *rs[2] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
-	                          redactor_new(REDACT_REDACT, many, 10, custom, 1)};
+	struct redactor *rs[2] = {redactor_new(REDACT_REDACT, MANY, 1, CUSTOM_ONE, 1),
+	                          redactor_new(REDACT_REDACT, MANY, 10, CUSTOM_ONE, 1)};
 	static const char *const fill[] = {"ZZZZ. ZZ,Z ZZZ;", "ah. eh, ax; sr. -a :x gi, "};
 	bool ok = true;
 	char in[512];
@@ -751,17 +753,12 @@ static void test_simd_equals_scalar(void)
 		vp[i] = vals200[i];
 	}
 	vp[0] = ENVVAL;
-	const char *many[] = {ENVVAL,          "Bq7-private-one", "Cq7-private-two",
-	                      "Dq7-private-3", "Eq7-private-4",   "Fq7-private-5",
-	                      "Gq7-private-6", "Hq7-private-7",   "Iq7-private-8",
-	                      "Jq7-private-9"};
-	const char *custom[] = {CUSTOM};
-	struct redactor *vec[3] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
-	                           redactor_new(REDACT_REDACT, many, 10, custom, 1),
-	                           redactor_new(REDACT_REDACT, vp, 200, custom, 1)};
-	struct redactor *sca[3] = {redactor_new(REDACT_REDACT, many, 1, custom, 1),
-	                           redactor_new(REDACT_REDACT, many, 10, custom, 1),
-	                           redactor_new(REDACT_REDACT, vp, 200, custom, 1)};
+	struct redactor *vec[3] = {redactor_new(REDACT_REDACT, MANY, 1, CUSTOM_ONE, 1),
+	                           redactor_new(REDACT_REDACT, MANY, 10, CUSTOM_ONE, 1),
+	                           redactor_new(REDACT_REDACT, vp, 200, CUSTOM_ONE, 1)};
+	struct redactor *sca[3] = {redactor_new(REDACT_REDACT, MANY, 1, CUSTOM_ONE, 1),
+	                           redactor_new(REDACT_REDACT, MANY, 10, CUSTOM_ONE, 1),
+	                           redactor_new(REDACT_REDACT, vp, 200, CUSTOM_ONE, 1)};
 	bool vec_on = true;
 	for (int w = 0; w < 3; w++) {
 		vec_on = vec_on && redactor_use_simd(vec[w], true);
