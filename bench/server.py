@@ -12,6 +12,7 @@ option is refused); CORRAL_MCP_CMD overrides the whole command line (shell words
 check the harness against bench/mock_mcp.py. When no server answers `initialize`, the section
 is skipped and the reason recorded.
 """
+import io
 import json
 import os
 import shlex
@@ -42,8 +43,13 @@ class McpClient:
         self.argv = argv
         self.stderr_path = stderr_path
         self.err = open(stderr_path, "wb")
+        # bufsize=0: each request is written at once. The replies are read through a
+        # buffer of their own: readline() on the unbuffered pipe reads one byte per system
+        # call (about 1,400 for one run_command reply), which took the client's CPU from the
+        # server on this 2-core machine and was counted as the server's latency.
         self.proc = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.err, bufsize=0)
+        self.out = io.BufferedReader(self.proc.stdout, buffer_size=65536)
         self.wlock = threading.Lock()
         self.plock = threading.Lock()
         self.pending = {}   # id -> [Event, response]
@@ -53,7 +59,7 @@ class McpClient:
         self.reader.start()
 
     def _read(self):
-        f = self.proc.stdout
+        f = self.out
         for line in iter(f.readline, b""):
             line = line.strip()
             if not line:

@@ -18,6 +18,7 @@ Every test that uses it also checks two protocol claims, without asking:
   each tools/call result is validated against that tool's outputSchema with jsonschema
   (when the module is installed), and a mismatch raises where the result is read.
 """
+import io
 import json
 import os
 import queue
@@ -76,6 +77,8 @@ class Server:
             bufsize=0,
             preexec_fn=preexec_fn,
         )
+        # replies through a buffer (readline on the unbuffered pipe reads a byte per call)
+        self.out = io.BufferedReader(self.proc.stdout, buffer_size=65536)
         self.q = queue.Queue()
         self.raw_lines = []        # every stdout line, as bytes, in order
         self.pending = []          # messages read but not yet claimed
@@ -93,7 +96,7 @@ class Server:
             self.err_reader.start()
 
     def _read(self):
-        f = self.proc.stdout
+        f = self.out
         while True:
             line = f.readline()
             if not line:
