@@ -352,6 +352,14 @@ CORRAL_API int corral_proc_cancel(corral_proc *p, uint64_t grace_ms, struct corr
 CORRAL_API int corral_proc_result(corral_proc *p, struct corral_result **out,
                                   struct corral_error *err);
 
+/* Stop reading the command's stdout (stream 1) or stderr (2): the read end of its pipe is
+ * closed, so the command's next write there fails with EPIPE (SIGPIPE, which ends it unless
+ * it handles that), as when the reader of a shell pipe goes away. For a caller whose own
+ * reader went away (`corral run -- yes | head -1`); what was read before stays in the
+ * result. Returns 0 (also when the stream was already closed), CORRAL_EINVAL for another
+ * stream or one that goes to a descriptor of the caller's. */
+CORRAL_API int corral_proc_close_output(corral_proc *p, int stream);
+
 /* Kill whatever still runs (SIGKILL to the whole sandbox), reap it, free everything. With a
  * pid namespace a run is finished when the command's status and all its output are in,
  * while the sandbox's init may still be exiting (everything else in it is gone): its exit,
@@ -558,6 +566,9 @@ CORRAL_API int corral_pipeline_step(corral_pipeline *p, int timeout_ms, struct c
  * reports cancelled, the stages their signals, and no timeout. Idempotent. */
 CORRAL_API int corral_pipeline_cancel(corral_pipeline *p, uint64_t grace_ms,
                                       struct corral_error *err);
+/* corral_proc_close_output for a pipeline: stream 1 is the last stage's stdout (the
+ * pipeline's output), stream 2 every running stage's stderr. */
+CORRAL_API int corral_pipeline_close_output(corral_pipeline *p, int stream);
 /* Once corral_pipeline_step() returned 1: take the result (owned by the caller; once). */
 CORRAL_API int corral_pipeline_result(corral_pipeline *p, struct corral_pipeline_result **out,
                                       struct corral_error *err);

@@ -538,6 +538,20 @@ int corral_pipeline_spawn(const corral_config *const *stages, size_t n, corral_p
 	return pipeline_start(stages, n, out, &failed, err);
 }
 
+int corral_pipeline_close_output(corral_pipeline *p, int stream)
+{
+	if (!p || (stream != 1 && stream != 2))
+		return CORRAL_EINVAL;
+	int r = 0;
+	for (size_t i = stream == 1 ? p->n - 1 : 0; i < p->n; i++)
+		if (p->st[i].proc) {
+			int e = corral_proc_close_output(p->st[i].proc, stream);
+			if (e < 0 && (stream == 1 || !r))
+				r = e;
+		}
+	return r;
+}
+
 int corral_pipeline_fd(const corral_pipeline *p)
 {
 	return p->epfd;

@@ -884,6 +884,20 @@ int corral_proc_pidfd(const corral_proc *p)
 {
 	return p->lo.pidfd;
 }
+
+int corral_proc_close_output(corral_proc *p, int stream)
+{
+	if (!p || (stream != 1 && stream != 2))
+		return CORRAL_EINVAL;
+	int *fd = stream == 1 ? &p->lo.out_fd : &p->lo.err_fd;
+	int to_caller = stream == 1 ? p->cfg->stdout_fd : p->cfg->stderr_fd;
+	if (*fd < 0)
+		return to_caller >= 0 ? CORRAL_EINVAL : 0;
+	ep_del(p, fd);
+	stream_end(p, stream);
+	return 0;
+}
+
 int corral_proc_stdout_fd(const corral_proc *p)
 {
 	return p->lo.out_fd;

@@ -67,6 +67,10 @@ void run_audit(const corral_config *cfg, const struct run_opts *o, const struct 
 void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_opts *o,
                   const struct corral_result *res, int64_t started_ms, bool cancelled);
 
+/* run.c: whether relaying the command's stream (1 stdout, 2 stderr) to corral's own failed;
+ * the run loop then closes that stream (corral_proc_close_output). */
+bool cli_relay_failed(int stream);
+
 /* pipe.c: corral run --pipe. Check the stages against the rest of the command line (command:
  * the COMMAND given, or NULL); 0 or an exit code after a message. */
 int run_pipe_check(const struct run_opts *o, const char *command);

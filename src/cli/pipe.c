@@ -119,6 +119,9 @@ static struct corral_pipeline_result *pipeline_with_signals(const corral_config 
 			}
 		}
 		r = corral_pipeline_step(p, 0, err);
+		for (int st = 1; st <= 2; st++)
+			if (cli_relay_failed(st))
+				corral_pipeline_close_output(p, st);
 	}
 	if (r == 1)
 		corral_pipeline_result(p, &res, err);
@@ -275,6 +278,12 @@ static void print_notes(const struct corral_pipeline_result *pr, const struct ru
 			cli_error("stage %zu (%s): stopped after another stage failed", i + 1, lab);
 		} else if (!pr->stopped[i] && (r->signal || (r->exited && r->exit_code))) {
 			describe_status(what, sizeof(what), r);
+			/* the last stage's reader is corral's own stdout, not a stage */
+			if (i + 1 == pr->n_stages && cli_relay_failed(1) &&
+			    ((r->exited && r->exit_code == 128 + SIGPIPE) || r->signal == SIGPIPE))
+				snprintf(what, sizeof(what),
+				         "%s: SIGPIPE, corral's stdout was closed",
+				         r->exited ? "exit status 141" : "killed");
 			cli_error("stage %zu (%s): %s", i + 1, lab, what);
 		}
 		for (size_t k = 0; k < r->n_violations; k++)

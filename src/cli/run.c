@@ -147,12 +147,32 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* Where the command's output goes when corral's own stdout or stderr cannot take it: the
+ * stream is closed (corral_proc_close_output, after the step that read it), so the command's
+ * next write there fails as it would have without corral between them. A reader that went
+ * away (EPIPE: `corral run -- yes | head -1`) is the usual end of a pipeline and goes
+ * unremarked, as a shell's SIGPIPE does; any other failure (a full disk) is said once. */
+static bool relay_failed[3];
+
+bool cli_relay_failed(int stream)
+{
+	return stream >= 1 && stream <= 2 && relay_failed[stream];
+}
+
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
 {
 	(void)ud;
+	if (relay_failed[stream])
+		return;
 	FILE *f = stream == 1 ? stdout : stderr;
-	fwrite(buf, 1, len, f);
-	fflush(f);
+	if (fwrite(buf, 1, len, f) == len && fflush(f) == 0)
+		return;
+	int e = errno;
+	relay_failed[stream] = true;
+	if (e != EPIPE)
+		cli_error("cannot write the command's %s: %s; closed it, so the command's "
+		          "next write there fails",
+		          stream == 1 ? "stdout" : "stderr", strerror(e));
 }
 
 /* Apply one option to cfg/opts. Returns 0, or an exit code. */
@@ -342,6 +362,9 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 			}
 		}
 		r = corral_proc_step(p, 0, err);
+		for (int st = 1; st <= 2; st++)
+			if (cli_relay_failed(st))
+				corral_proc_close_output(p, st);
 	}
 	if (r == 1)
 		corral_proc_result(p, &res, err);
@@ -598,8 +621,17 @@ int cmd_run(int argc, char **argv)
 			run_audit(cfg, &o, res, started, cancelled_by_signal);
 		store = NULL;
 		if (o.json) {
-			if (result_write_json(res, stdout) < 0 || fflush(stdout) == EOF)
-				cli_error("cannot write the JSON result to stdout: %s", strerror(errno));
+			/* The result is what --json promises: one that cannot be delivered (a
+			 * full disk, a reader that went away) is corral's failure, whatever the
+			 * command's status, which the message keeps. */
+			if (result_write_json(res, stdout) < 0 || fflush(stdout) == EOF) {
+				cli_error("cannot write the JSON result to stdout: %s; the result "
+				          "is lost (the command's exit status was %d; its audit "
+				          "record, when the store is on: corral audit show %s); "
+				          "exit status 125",
+				          strerror(errno), code, res->id);
+				code = EXIT_CORRAL_FAILED;
+			}
 		} else {
 			if (res->error.code)
 				cli_error("%s", res->error.message);

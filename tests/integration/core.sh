@@ -73,6 +73,50 @@ test_core_stdout_stderr_separate() {
 	assert_eq "$se" B
 }
 
+# corral relays the command's output; when its own reader goes away (the usual end of a
+# pipeline), the command must get EPIPE/SIGPIPE as it would without corral in between, not run
+# on (into discarded output) until its timeout. Host-side: the pipeline ends well before the
+# timeout, corral exits like the command did (141, as bare `yes | head -1`), and no `yes`
+# survives.
+test_core_stdout_reader_gone_sigpipe() {
+	local mark="corral-yes-$RANDOM$RANDOM" start end rc
+	start=$(date +%s%N)
+	"$CORRAL" run -w "$WS" --timeout 60 -- bash -c "exec -a $mark yes" | head -1 >"$WS/.first"
+	rc=${PIPESTATUS[0]}
+	end=$(date +%s%N)
+	assert_eq "$(cat "$WS/.first")" y
+	assert_eq "$rc" 141 "corral's status: the command's SIGPIPE"
+	[ $(((end - start) / 1000000)) -lt 20000 ] ||
+		fail "the pipeline took $(((end - start) / 1000000)) ms: the command ran on"
+	assert_no_survivor "$mark"
+	# stderr too, and the other stream goes on: the shell outlives its writer's SIGPIPE
+	local out
+	out=$("$CORRAL" run -w "$WS" --timeout 60 -- sh -c 'yes >&2; echo after' 2>&1 >"$WS/.out" | head -c 4)
+	assert_eq "$out" "y
+y"
+	assert_eq "$(cat "$WS/.out")" after
+}
+
+# Output that cannot be written (a full disk) is said once, by name, and stops the command's
+# writes the same way; a --json result that cannot be written is corral's failure (125) and
+# the message keeps the command's own status.
+test_core_unwritable_output_reported() {
+	local err rc
+	err=$(timeout 30 "$CORRAL" run -w "$WS" --timeout 60 -- yes 2>&1 >/dev/full)
+	rc=$?
+	assert_eq "$rc" 141 "the command's write failed instead of running on"
+	assert_contains "$err" "cannot write the command's stdout: No space left on device"
+	assert_eq "$(grep -c 'cannot write' <<<"$err")" 1 "said once"
+	err=$("$CORRAL" run -w "$WS" --json -- sh -c 'exit 3' 2>&1 >/dev/full)
+	rc=$?
+	assert_eq "$rc" 125
+	assert_contains "$err" "cannot write the JSON result to stdout: No space left on device"
+	assert_contains "$err" "the command's exit status was 3"
+	# control: the same run with somewhere to write keeps the command's status
+	"$CORRAL" run -w "$WS" --json -- sh -c 'exit 3' >/dev/null 2>&1
+	assert_eq $? 3
+}
+
 # Positive control for the survivor checks: wait (at most 5 s) until at least N processes
 # whose command line matches the extended regex PATTERN run on the host, so that "no
 # survivor" afterwards is not vacuously true.

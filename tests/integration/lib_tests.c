@@ -203,6 +203,40 @@ static void test_cancel_and_destroy(void)
 	corral_config_free(c);
 }
 
+/* corral_proc_close_output: the command's next write to the closed stream ends it with
+ * SIGPIPE (not the timeout), what was read before stays in the result, and the other stream
+ * is still read. Bad arguments are refused. */
+static void test_close_output(void)
+{
+	corral_config *c = cfg_shell("echo before; sleep 0.3; yes; echo after-yes >&2");
+	corral_config_set_timeout_ms(c, 30000, 0, NULL);
+	corral_proc *p = NULL;
+	CHECK("close_output_spawn", corral_spawn(c, &p, NULL) == 0);
+	CHECK("close_output_bad_stream", corral_proc_close_output(p, 3) == CORRAL_EINVAL &&
+	                                     corral_proc_close_output(NULL, 1) == CORRAL_EINVAL);
+	long t0 = now_ms();
+	int r;
+	while ((r = corral_proc_step(p, 100, NULL)) == 0 && now_ms() - t0 < 200)
+		;
+	CHECK("close_output_closed", corral_proc_close_output(p, 1) == 0 &&
+	                                 corral_proc_stdout_fd(p) < 0 &&
+	                                 corral_proc_close_output(p, 1) == 0);
+	while (r == 0 && now_ms() - t0 < 20000)
+		r = corral_proc_step(p, 1000, NULL);
+	struct corral_result *res = NULL;
+	if (r == 1)
+		corral_proc_result(p, &res, NULL);
+	CHECK("close_output_sigpipe_ends_it",
+	      res && !res->timed_out && res->exit_code == 0 && now_ms() - t0 < 20000);
+	CHECK("close_output_kept_what_was_read",
+	      res && res->stdout_buf && !strncmp(res->stdout_buf, "before\n", 7));
+	CHECK("close_output_other_stream_read",
+	      res && res->stderr_buf && strstr(res->stderr_buf, "after-yes"));
+	corral_result_free(res);
+	corral_proc_destroy(p);
+	corral_config_free(c);
+}
+
 static void test_timeout(void)
 {
 	corral_config *c = cfg_shell("trap '' TERM; while :; do sleep 0.1; done");
@@ -719,6 +753,7 @@ int main(int argc, char **argv)
 	test_stdin_and_stream();
 	test_concurrent_spawn();
 	test_cancel_and_destroy();
+	test_close_output();
 	test_timeout();
 	test_exit_126_and_signal();
 	test_timeout_kills_daemons();

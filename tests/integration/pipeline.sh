@@ -112,6 +112,26 @@ pl_json() {
 }
 pget() { jget "$2" <"$WS/.results/$1.json"; }
 
+# The pipeline's output goes through corral; when corral's reader goes away, the last stage
+# gets SIGPIPE on its next write, as in a shell pipeline, instead of running on (and the
+# stages before it with it) until the timeout. Host-side: it ends well before the timeout,
+# with the pipefail status 141, and no stage survives.
+test_pipeline_reader_gone_sigpipe() {
+	local mark="corral-plyes-$RANDOM$RANDOM" start end rc err
+	start=$(date +%s%N)
+	err=$( (pl --timeout 60 --pipe "bash -c 'exec -a $mark yes'" --pipe cat | head -1 >"$WS/.first") 2>&1)
+	rc=$?
+	end=$(date +%s%N)
+	assert_eq "$(cat "$WS/.first")" y
+	[ $(((end - start) / 1000000)) -lt 30000 ] ||
+		fail "the pipeline took $(((end - start) / 1000000)) ms: its stages ran on"
+	assert_contains "$err" "SIGPIPE, corral's stdout was closed"
+	assert_no_survivor "$mark"
+	"$CORRAL" run -w "$WS" --timeout 60 --pipe "bash -c 'exec -a $mark yes'" --pipe cat | head -1 >/dev/null
+	assert_eq "${PIPESTATUS[0]}" 141
+	assert_no_survivor "$mark"
+}
+
 test_pipeline_three_stages() {
 	local out
 	out=$(pl --pipe 'printf "b\na\nc\n"' --pipe sort --pipe 'tr a-z A-Z')
