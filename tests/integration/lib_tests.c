@@ -593,6 +593,38 @@ static void test_pipeline_basic(void)
 		corral_config_free(c[i]);
 }
 
+/* corral_pipeline_close_output: closing the pipeline's output ends its last stage with
+ * SIGPIPE at its next write, and the stage before it in turn, long before the timeout. */
+static void test_pipeline_close_output(void)
+{
+	corral_config *c[2] = {cfg_shell("yes"), cfg_shell("cat")};
+	for (int i = 0; i < 2; i++)
+		corral_config_set_timeout_ms(c[i], 30000, 0, NULL);
+	corral_pipeline *p = NULL;
+	CHECK("pipeline_close_output_spawn",
+	      corral_pipeline_spawn((const corral_config *const *)c, 2, &p, NULL) == 0);
+	CHECK("pipeline_close_output_bad_stream",
+	      corral_pipeline_close_output(p, 0) == CORRAL_EINVAL &&
+	          corral_pipeline_close_output(NULL, 1) == CORRAL_EINVAL);
+	long t0 = now_ms();
+	int r = 0;
+	while (r == 0 && now_ms() - t0 < 200)
+		r = corral_pipeline_step(p, 100, NULL);
+	CHECK("pipeline_close_output_closed", corral_pipeline_close_output(p, 1) == 0);
+	while (r == 0 && now_ms() - t0 < 20000)
+		r = corral_pipeline_step(p, 1000, NULL);
+	struct corral_pipeline_result *res = NULL;
+	if (r == 1)
+		corral_pipeline_result(p, &res, NULL);
+	CHECK("pipeline_close_output_ends_it", res && !res->timed_out &&
+	                                           res->exit_code == 128 + SIGPIPE &&
+	                                           now_ms() - t0 < 20000);
+	corral_pipeline_result_free(res);
+	corral_pipeline_destroy(p);
+	for (int i = 0; i < 2; i++)
+		corral_config_free(c[i]);
+}
+
 static void test_pipeline_pipefail(void)
 {
 	int rc;
@@ -762,6 +794,7 @@ int main(int argc, char **argv)
 	test_setup_error_record();
 	test_pipeline_basic();
 	test_pipeline_pipefail();
+	test_pipeline_close_output();
 	test_pipeline_teardown();
 	test_pipeline_timeout();
 	test_pipeline_errors();
