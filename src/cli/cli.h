@@ -67,6 +67,10 @@ void run_audit(const corral_config *cfg, const struct run_opts *o, const struct 
 void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_opts *o,
                   const struct corral_result *res, int64_t started_ms, bool cancelled);
 
+/* main.c: which of stdin, stdout and stderr were not open when corral started (they are
+ * /dev/null now). */
+extern bool cli_std_closed[3];
+
 /* run.c: whether relaying the command's stream (1 stdout, 2 stderr) to corral's own failed;
  * the run loop then closes that stream (corral_proc_close_output). */
 bool cli_relay_failed(int stream);

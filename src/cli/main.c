@@ -1,7 +1,10 @@
 /* corral: entry point and subcommand dispatch. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -37,8 +40,29 @@ static void usage(FILE *f)
 	      f);
 }
 
+bool cli_std_closed[3];
+
+/* Descriptors 0-2 that are not open get /dev/null, so that nothing corral opens later (its
+ * signalfd, the audit store) lands on one of them and receives what is meant for stdout or
+ * is read as stdin. Which ones were closed is remembered (cli_std_closed): `corral mcp` has
+ * no transport without stdin and stdout and says so. */
+static void std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		cli_std_closed[fd] = true;
+		int n = open("/dev/null", O_RDWR);
+		if (n > fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
+	std_fds();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_CORRAL_FAILED;

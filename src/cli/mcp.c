@@ -521,6 +521,14 @@ int cmd_mcp(int argc, char **argv)
 		mcp_options_free(&o);
 		return r < 0 ? 0 : r;
 	}
+	if (cli_std_closed[0] || cli_std_closed[1]) {
+		cli_error("%s is not open: the MCP stdio transport reads requests on stdin and "
+		          "writes replies on stdout; start corral mcp with both connected to the "
+		          "client",
+		          cli_std_closed[0] ? "stdin" : "stdout");
+		mcp_options_free(&o);
+		return EXIT_CORRAL_FAILED;
+	}
 	r = mcp_serve(&o, STDIN_FILENO, STDOUT_FILENO);
 	mcp_options_free(&o);
 	return r;

@@ -147,32 +147,59 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-/* Where the command's output goes when corral's own stdout or stderr cannot take it: the
- * stream is closed (corral_proc_close_output, after the step that read it), so the command's
- * next write there fails as it would have without corral between them. A reader that went
- * away (EPIPE: `corral run -- yes | head -1`) is the usual end of a pipeline and goes
- * unremarked, as a shell's SIGPIPE does; any other failure (a full disk) is said once. */
-static bool relay_failed[3];
+/* Where the command's output goes when corral's own stdout or stderr cannot take it. A
+ * reader that went away (EPIPE: `corral run -- yes | head -1`) or a write that fails (a full
+ * disk) closes the command's stream (corral_proc_close_output, after the step that read it),
+ * so its next write there fails and SIGPIPE ends it, as it would have ended without corral in
+ * between instead of running on until its timeout; EPIPE is a pipeline's usual end and goes
+ * unremarked, the rest is said once. A descriptor that is not open (`2>&-`) only drops what
+ * would go there, as the command's own writes would fail there without ending it. A
+ * non-blocking descriptor of the caller's that is full is waited for, not given up on. */
+static bool relay_close[3], relay_drop[3];
 
 bool cli_relay_failed(int stream)
 {
-	return stream >= 1 && stream <= 2 && relay_failed[stream];
+	return stream >= 1 && stream <= 2 && relay_close[stream];
 }
 
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
 {
 	(void)ud;
-	if (relay_failed[stream])
+	if (relay_close[stream] || relay_drop[stream])
 		return;
-	FILE *f = stream == 1 ? stdout : stderr;
-	if (fwrite(buf, 1, len, f) == len && fflush(f) == 0)
+	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+	int e = 0;
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+			continue;
+		}
+		e = n < 0 ? errno : EIO;
+		if (e == EINTR)
+			continue;
+		if (e == EAGAIN) {
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+			if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
+				continue;
+			e = errno;
+		}
+		break;
+	}
+	if (len == 0)
 		return;
-	int e = errno;
-	relay_failed[stream] = true;
+	const char *name = stream == 1 ? "stdout" : "stderr";
+	if (e == EBADF) {
+		relay_drop[stream] = true;
+		cli_error("corral's %s is not open: what the command writes there is dropped", name);
+		return;
+	}
+	relay_close[stream] = true;
 	if (e != EPIPE)
-		cli_error("cannot write the command's %s: %s; closed it, so the command's "
-		          "next write there fails",
-		          stream == 1 ? "stdout" : "stderr", strerror(e));
+		cli_error("cannot write the command's %s: %s; closed it, so the command's next "
+		          "write there fails",
+		          name, strerror(e));
 }
 
 /* Apply one option to cfg/opts. Returns 0, or an exit code. */

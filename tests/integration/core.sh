@@ -117,6 +117,43 @@ test_core_unwritable_output_reported() {
 	assert_eq $? 3
 }
 
+# A caller's stdout that is non-blocking (inherited O_NONBLOCK, as some process managers
+# leave it) and full is waited for: every byte arrives, the command is not cut off. A stdout
+# or stdin that is not open at all becomes /dev/null for corral, so nothing it opens later
+# (its signalfd, the audit store) takes that number and receives the command's output.
+test_core_caller_stdout_nonblocking_and_closed() {
+	CORRAL="$CORRAL" WS="$WS" python3 - <<'PY' || fail "non-blocking stdout (see above)"
+import fcntl, os, subprocess, time
+r, w = os.pipe()
+fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+p = subprocess.Popen([os.environ["CORRAL"], "run", "-w", os.environ["WS"], "--",
+                      "head", "-c", "2000000", "/dev/zero"], stdout=w, stderr=subprocess.PIPE)
+os.close(w)
+time.sleep(0.5)  # the pipe fills while nobody reads
+got = 0
+while True:
+    b = os.read(r, 65536)
+    if not b:
+        break
+    got += len(b)
+    time.sleep(0.001)
+rc = p.wait()
+err = p.stderr.read()
+assert (got, rc) == (2000000, 0), (got, rc, err)
+assert err == b"", err
+PY
+	local err rc
+	err=$("$CORRAL" run -w "$WS" -- sh -c 'echo out; echo done >&2; exit 4' 2>&1 >&-)
+	rc=$?
+	assert_eq "$rc" 4
+	assert_eq "$err" "done"
+	"$CORRAL" run -w "$WS" --json -- sh -c 'exit 5' >&-
+	assert_eq $? 5
+	out=$("$CORRAL" run -w "$WS" -- sh -c 'cat; echo read-eof' <&-)
+	assert_eq $? 0
+	assert_eq "$out" "read-eof"
+}
+
 # Positive control for the survivor checks: wait (at most 5 s) until at least N processes
 # whose command line matches the extended regex PATTERN run on the host, so that "no
 # survivor" afterwards is not vacuously true.

@@ -8,6 +8,20 @@ mcp_py() {
 	PYTHONPATH="$TESTDIR" CORRAL="$CORRAL" WS="$WS" python3 - "$@"
 }
 
+# Started without stdin or stdout (closed, not /dev/null): no transport, so a clear refusal
+# that names the missing one, instead of an event loop that cannot be set up.
+test_mcp_refuses_closed_stdio() {
+	local err rc
+	err=$(printf '{}\n' | "$CORRAL" mcp -w "$WS" 2>&1 >&-)
+	rc=$?
+	assert_eq "$rc" 125
+	assert_contains "$err" "stdout is not open: the MCP stdio transport"
+	err=$("$CORRAL" mcp -w "$WS" 2>&1 >/dev/null <&-)
+	rc=$?
+	assert_eq "$rc" 125
+	assert_contains "$err" "stdin is not open"
+}
+
 test_mcp_initialize_version_negotiation() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
 import os, mcp_client as M
