@@ -546,7 +546,7 @@ int corral_pipeline_close_output(corral_pipeline *p, int stream)
 	for (size_t i = stream == 1 ? p->n - 1 : 0; i < p->n; i++)
 		if (p->st[i].proc) {
 			int e = corral_proc_close_output(p->st[i].proc, stream);
-			if (e < 0 && (stream == 1 || !r))
+			if (e < 0 && !r)
 				r = e;
 		}
 	return r;

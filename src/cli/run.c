@@ -152,10 +152,10 @@ static const struct option long_opts[] = {
  * disk) closes the command's stream (corral_proc_close_output, after the step that read it),
  * so its next write there fails and SIGPIPE ends it, as it would have ended without corral in
  * between instead of running on until its timeout; EPIPE is a pipeline's usual end and goes
- * unremarked, the rest is said once. A descriptor that is not open (`2>&-`) only drops what
- * would go there, as the command's own writes would fail there without ending it. A
- * non-blocking descriptor of the caller's that is full is waited for, not given up on. */
-static bool relay_close[3], relay_drop[3];
+ * unremarked, the rest is said once. (A descriptor 0-2 that was not open is /dev/null since
+ * main().) A non-blocking descriptor of the caller's that is full is waited for, not given up
+ * on. */
+static bool relay_close[3];
 
 bool cli_relay_failed(int stream)
 {
@@ -165,7 +165,7 @@ bool cli_relay_failed(int stream)
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
 {
 	(void)ud;
-	if (relay_close[stream] || relay_drop[stream])
+	if (relay_close[stream])
 		return;
 	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
 	int e = 0;
@@ -189,17 +189,11 @@ static void stream_out(void *ud, int stream, const char *buf, size_t len)
 	}
 	if (len == 0)
 		return;
-	const char *name = stream == 1 ? "stdout" : "stderr";
-	if (e == EBADF) {
-		relay_drop[stream] = true;
-		cli_error("corral's %s is not open: what the command writes there is dropped", name);
-		return;
-	}
 	relay_close[stream] = true;
 	if (e != EPIPE)
 		cli_error("cannot write the command's %s: %s; closed it, so the command's next "
 		          "write there fails",
-		          name, strerror(e));
+		          stream == 1 ? "stdout" : "stderr", strerror(e));
 }
 
 /* Apply one option to cfg/opts. Returns 0, or an exit code. */

@@ -142,7 +142,7 @@ err = p.stderr.read()
 assert (got, rc) == (2000000, 0), (got, rc, err)
 assert err == b"", err
 PY
-	local err rc
+	local err rc out
 	err=$("$CORRAL" run -w "$WS" -- sh -c 'echo out; echo done >&2; exit 4' 2>&1 >&-)
 	rc=$?
 	assert_eq "$rc" 4
