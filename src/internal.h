@@ -250,6 +250,19 @@ int proc_unpark(struct corral_proc *p, const struct corral_config *cfg, struct c
 /* The result being built (layers are recorded once the sandbox started). */
 const struct corral_result *proc_peek_result(const struct corral_proc *p);
 
+/* ---- memory.c ----------------------------------------------------------------------------- */
+
+/* Make this process's pages that it still shares copy-on-write with a fork child its own
+ * again now (MADV_POPULATE_WRITE), rather than at its next write to each: the heap, the
+ * stack, anonymous private mappings and the private writable mappings of exe (this binary,
+ * as /proc/self/maps names it; NULL or "": none). Only pages that are present and not
+ * exclusively mapped (/proc/self/pagemap) are written: nothing untouched becomes resident,
+ * and the contents do not change. Returns how many pages were made private (0 when the
+ * kernel has no MADV_POPULATE_WRITE, before 5.14, or /proc is not there). */
+size_t mem_unshare_cow(const char *exe);
+/* The same for [lo, hi) (page-aligned), given an open /proc/self/pagemap. */
+size_t mem_unshare_range(int pagemap_fd, uintptr_t lo, uintptr_t hi);
+
 /* ---- policy.c (apply side) -------------------------------------------------------------- */
 
 /* Resolve a policy path (absolute, ~/..., or workspace-relative) to an absolute path with the

@@ -1019,6 +1019,35 @@ static void key_identity(struct sha256_ctx *h, int rc, const struct stat *st)
 	key_u64(h, (uint64_t)st->st_mode);
 }
 
+/* The identity of a mount op's source as the plan saw it a moment ago (an lstat, kept in
+ * the op), or as an lstat sees it now. */
+static void key_op_identity(struct sha256_ctx *h, const struct mount_op *op)
+{
+	if (op->has_id) {
+		key_u64(h, (uint64_t)op->id_dev);
+		key_u64(h, (uint64_t)op->id_ino);
+		key_u64(h, (uint64_t)op->id_mode);
+		return;
+	}
+	struct stat st;
+	key_identity(h, lstat(op->src, &st), &st);
+}
+
+/* The identity of a Landlock rule's path (a stat): a mount op whose source is the same host
+ * path and which the plan saw as no symlink already knows it (stat and lstat agree there). */
+static void key_rule_identity(struct sha256_ctx *h, const struct launch *L, const char *path)
+{
+	for (size_t i = 0; i < L->mounts.n_ops; i++) {
+		const struct mount_op *op = &L->mounts.ops[i];
+		if (op->has_id && !S_ISLNK(op->id_mode) && op->src && !strcmp(op->src, path)) {
+			key_op_identity(h, op);
+			return;
+		}
+	}
+	struct stat st;
+	key_identity(h, stat(path, &st), &st);
+}
+
 static void plan_key_compute(const struct launch *L, uint8_t out[32])
 {
 	const struct corral_config *cfg = L->cfg;
@@ -1058,7 +1087,7 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 		/* every source a mount takes from the host, and every path a mask hides (its
 		 * existence decides whether it is masked at all) */
 		if (op->src && op->kind != MOP_SYMLINK)
-			key_identity(&h, lstat(op->src, &st), &st);
+			key_op_identity(&h, op);
 		if (op->kind == MOP_MASK && op->dst)
 			key_identity(&h, lstat(op->dst, &st), &st);
 	}
@@ -1076,7 +1105,7 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	for (size_t i = 0; i < L->ll.n_rules; i++) {
 		key_str(&h, L->ll.rules[i].path);
 		key_u64(&h, L->ll.rules[i].access);
-		key_identity(&h, stat(L->ll.rules[i].path, &st), &st);
+		key_rule_identity(&h, L, L->ll.rules[i].path);
 	}
 	key_u64(&h, L->n_exec_files);
 	for (size_t i = 0; i < L->n_exec_files; i++) {

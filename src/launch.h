@@ -3,6 +3,9 @@
 #ifndef CORRAL_LAUNCH_H
 #define CORRAL_LAUNCH_H
 
+#include <limits.h>
+#include <sys/stat.h>
+
 #include "internal.h"
 
 /* Everything the child reads. Built in the parent; the child only reads it. */
@@ -49,6 +52,14 @@ struct launch {
 	 * builds its mount tree (plan_make_pending, after the clone), not before: the plan
 	 * lists them as protected, and the child waits before its first protected bind. */
 	bool ph_defer;
+	/* protect_one's look at a missing path's parent, which the protected names mostly
+	 * share (the workspace): the parent, its lstat's errno (0: st holds it) and
+	 * faccessat(W_OK | X_OK)'s (-1: not asked yet). Forgotten when a placeholder is made. */
+	struct ph_parent {
+		char path[PATH_MAX];
+		struct stat st;
+		int lstat_err, access_err;
+	} ph_parent;
 	struct ph_pending {
 		char *path, *origin;
 		bool is_dir;

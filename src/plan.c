@@ -781,6 +781,31 @@ static int uninspectable(struct corral_error *err, const char *path, int e)
 	                        path, strerror(e));
 }
 
+/* lstat of a missing protected path's parent, remembered for the next name in the same
+ * directory: 0 with *st, or the errno. */
+static int parent_lstat(struct launch *L, const char *parent, struct stat *st)
+{
+	struct ph_parent *c = &L->ph_parent;
+	if (!c->path[0] || strcmp(c->path, parent) != 0) {
+		snprintf(c->path, sizeof(c->path), "%s", parent);
+		c->lstat_err = lstat(parent, &c->st) < 0 ? errno : 0;
+		c->access_err = -1;
+	}
+	*st = c->st;
+	return c->lstat_err;
+}
+
+/* faccessat(W_OK | X_OK, AT_EACCESS) of the parent parent_lstat looked at last: 0 or the
+ * errno. */
+static int parent_access(struct launch *L)
+{
+	struct ph_parent *c = &L->ph_parent;
+	if (c->access_err < 0)
+		c->access_err =
+		    faccessat(AT_FDCWD, c->path, W_OK | X_OK, AT_EACCESS) < 0 ? errno : 0;
+	return c->access_err;
+}
+
 /* Put one protected path under a read-only mount: hold it, making an empty placeholder
  * first when it is missing (unless PROT_EXISTING). 1: protected (path goes on the list);
  * 0: skipped (no parent, or nothing can create it); <0: error. */
@@ -809,19 +834,19 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			snprintf(parent, sizeof(parent), "%s", path);
 			*strrchr(parent, '/') = 0;
 			struct stat pst;
-			if (lstat(parent, &pst) < 0)
-				return absent_errno(errno) ? 0 : uninspectable(err, parent, errno);
+			int pe = parent_lstat(L, parent, &pst);
+			if (pe)
+				return absent_errno(pe) ? 0 : uninspectable(err, parent, pe);
 			if (!S_ISDIR(pst.st_mode))
 				return 0;
 			if (L->dry_run || L->ph_defer) {
 				/* a plan key predicts the outcome below: where the placeholder
 				 * could not be made, the real plan has no mount for it; so does a
 				 * one-shot run that makes it later (plan_make_pending) */
-				if ((L->key_only || L->ph_defer) &&
-				    faccessat(AT_FDCWD, parent, W_OK | X_OK, AT_EACCESS) < 0) {
-					if ((errno == EACCES || errno == EPERM) &&
-					    pst.st_uid == geteuid())
-						return uninspectable(err, parent, errno);
+				int ae = L->key_only || L->ph_defer ? parent_access(L) : 0;
+				if (ae) {
+					if ((ae == EACCES || ae == EPERM) && pst.st_uid == geteuid())
+						return uninspectable(err, parent, ae);
 					return 0;
 				}
 				if (L->ph_defer ? note_pending(L, path, is_dir, how, origin) < 0
@@ -831,6 +856,7 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 				return 1;
 			}
 			int r;
+			L->ph_parent.path[0] = 0; /* what follows may change what it saw */
 			if (is_dir) {
 				r = mkdir(path, 0755);
 			} else { /* (close(open(...)) would report close's EBADF, not open's error)

@@ -197,6 +197,7 @@ struct server {
 	unsigned pool_target;     /* how many to keep: 1 after a miss, --prebuild after a use */
 	bool pool_off;            /* cannot work here (no pid namespace): for good */
 	int fd_per_park;          /* descriptors one parked sandbox holds (0: not measured) */
+	char exe_path[PATH_MAX];  /* this binary, as /proc/self/maps names it */
 	uint64_t pool_wait_until; /* no room for another (descriptors): not before this */
 	uint64_t replied_at;      /* monotonic ms of the latest reply to a call */
 	bool pool_b2b;            /* the latest call came back to back (within POOL_IDLE_MS) */
@@ -743,6 +744,15 @@ static int count_fds(void)
 	return n - 1; /* not the directory itself */
 }
 
+/* Descriptors one running sandbox takes: as measured for a call that built its own, else
+ * for a parked one (which holds what a call's would), else a guess. */
+static int fd_per_call(const struct server *s)
+{
+	return s->fd_per_call   ? s->fd_per_call
+	       : s->fd_per_park ? s->fd_per_park
+	                        : FD_PER_CALL_GUESS;
+}
+
 /* Is there room for one more sandbox while others run? Fills err when not. *before is the
  * count of open descriptors (or <0), for measuring what the launch takes. */
 static bool fd_room(struct server *s, int *before, struct corral_error *err)
@@ -753,17 +763,19 @@ static bool fd_room(struct server *s, int *before, struct corral_error *err)
 		return true;
 	/* With nothing running, always try: the launcher reports its own error, and that is
 	 * how a server learns it has recovered. Nothing to check then, so the descriptors are
-	 * counted (a /proc/self/fd listing, tens of microseconds) only to measure what a
-	 * launch takes: while that is unknown, or when no parked sandbox is there (the call
-	 * builds its own, the larger kind), not on every prebuilt call of an agent's
-	 * one-at-a-time session. Calls that run beside others are counted always. */
+	 * counted (a /proc/self/fd listing: 0.1 ms on the 2-core machine, twice a call) only
+	 * to measure what a launch takes, when the call builds its own sandbox (no parked one
+	 * is there). A prebuilt call's descriptors are already open when it starts; they were
+	 * counted when its sandbox was built (fd_per_park), and an agent's one-at-a-time
+	 * calls, all prebuilt, count nothing. Calls that run beside others are counted
+	 * always. */
 	if (s->running == 0) {
-		if (!s->fd_per_call || !s->n_pool)
+		if (!s->n_pool)
 			*before = count_fds();
 		return true;
 	}
 	*before = count_fds();
-	int need = (s->fd_per_call ? s->fd_per_call : FD_PER_CALL_GUESS) + FD_MARGIN;
+	int need = fd_per_call(s) + FD_MARGIN;
 	if (*before >= 0 && (uint64_t)*before + (uint64_t)need <= (uint64_t)rl.rlim_cur)
 		return true;
 	if (*before < 0 && *before != -EMFILE && *before != -ENFILE)
@@ -1174,7 +1186,7 @@ static void pool_refill(struct server *s)
 	struct rlimit rl;
 	int used = count_fds();
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && used >= 0) {
-		int call = (s->fd_per_call ? s->fd_per_call : FD_PER_CALL_GUESS) + FD_MARGIN;
+		int call = fd_per_call(s) + FD_MARGIN;
 		int park = s->fd_per_park ? s->fd_per_park : POOL_FD_GUESS;
 		if ((uint64_t)used + (uint64_t)(park + 2 * call) > (uint64_t)rl.rlim_cur) {
 			s->pool_wait_until = t + POOL_ROOM_WAIT_MS;
@@ -1207,6 +1219,13 @@ static void pool_refill(struct server *s)
 		pp = &(*pp)->next;
 	*pp = e;
 	s->n_pool++;
+	/* The pool is full and nothing runs: the server is idle until the next call. Every
+	 * clone left the server's memory write-protected (the inits are copies of it), and
+	 * that call's first write to each page would trap (a copy and a TLB flush, 23 us on
+	 * the 2-core machine, about 30 a prebuilt call): the pages the inits still share
+	 * are made the server's own now, in one madvise per run of them (6 us a page). */
+	if (s->n_pool >= s->pool_target && s->running == 0)
+		mem_unshare_cow(s->exe_path);
 }
 #endif
 
@@ -2801,6 +2820,8 @@ static int setup(struct server *s, const struct mcp_options *o, int in_fd, int o
 	s->out_fd = out_fd;
 	s->sigfd = s->timerfd = s->epfd = -1;
 	s->in_flags0 = s->out_flags0 = -1;
+	ssize_t xn = readlink("/proc/self/exe", s->exe_path, sizeof(s->exe_path) - 1);
+	s->exe_path[xn > 0 ? xn : 0] = 0;
 	s->w_in.kind = W_STDIN;
 	s->w_out.kind = W_STDOUT;
 	s->w_sig.kind = W_SIGNAL;

@@ -86,6 +86,22 @@ static int plan_add(struct mount_plan *p, size_t *cap, enum mount_op_kind kind, 
 	return 0;
 }
 
+/* plan_add for a source the plan has just looked at: st (an lstat of src) is kept for the
+ * plan key (launch.c), which hashes the identity of every source. */
+static int plan_add_seen(struct mount_plan *p, size_t *cap, enum mount_op_kind kind,
+                         const char *src, const char *dst, int optional, unsigned ll,
+                         const struct stat *st)
+{
+	if (plan_add(p, cap, kind, src, dst, optional, ll, 0) < 0)
+		return -1;
+	struct mount_op *op = &p->ops[p->n_ops - 1];
+	op->has_id = true;
+	op->id_dev = st->st_dev;
+	op->id_ino = st->st_ino;
+	op->id_mode = st->st_mode;
+	return 0;
+}
+
 /* Add a top-level system path: a directory is bound read-only; a symlink (merged /usr:
  * /bin -> usr/bin) is recreated as the same symlink. */
 static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
@@ -102,7 +118,7 @@ static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
 		return plan_add(p, cap, MOP_SYMLINK, target, path, 0, 0, 0);
 	}
 	if (S_ISDIR(st.st_mode))
-		return plan_add(p, cap, MOP_BIND_RO, path, path, 1, LL_READ | LL_EXEC, 0);
+		return plan_add_seen(p, cap, MOP_BIND_RO, path, path, 1, LL_READ | LL_EXEC, &st);
 	return 0;
 }
 
@@ -130,8 +146,10 @@ static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *n
 			}
 			src = real;
 		}
-		int r = plan_add(p, cap, S_ISDIR(st.st_mode) ? MOP_BIND_RO : MOP_FILE_RO, src, path, 1,
-		                 LL_READ, 0);
+		/* st is what an lstat of src gives: src is the path lstat'ed above, or a realpath
+		 * (no symlink in it), where stat and lstat agree */
+		int r = plan_add_seen(p, cap, S_ISDIR(st.st_mode) ? MOP_BIND_RO : MOP_FILE_RO, src,
+		                      path, 1, LL_READ, &st);
 		free(real);
 		if (r < 0)
 			return -1;

@@ -51,6 +51,12 @@ struct mount_op {
 	int no_symlinks;    /* resolve src with RESOLVE_NO_SYMLINKS (user-supplied paths) */
 	uint64_t size;      /* tmpfs size in bytes (0: kernel default) */
 	unsigned ll_access; /* Landlock rights (LL_*) the plan grants beneath dst */
+	/* What the plan saw at src when it chose this op (an lstat of a path without symlinks),
+	 * so the plan key need not look again: has_id, then device, inode and type. */
+	bool has_id;
+	dev_t id_dev;
+	ino_t id_ino;
+	mode_t id_mode;
 };
 
 struct mount_plan {

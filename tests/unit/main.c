@@ -14,5 +14,7 @@ int main(void)
 	test_profile();
 	test_redact();
 	test_seccomp();
+	test_memory();
+	test_plankey();
 	return t_failed ? 1 : 0;
 }

@@ -23,4 +23,6 @@ void test_jsonrpc(void);
 void test_profile(void);
 void test_redact(void);
 void test_seccomp(void);
+void test_memory(void);
+void test_plankey(void);
 #endif
