@@ -74,6 +74,13 @@ extern bool cli_std_closed[3];
 /* run.c: whether relaying the command's stream (1 stdout, 2 stderr) to corral's own failed;
  * the run loop then closes that stream (corral_proc_close_output). */
 bool cli_relay_failed(int stream);
+/* run.c: the relay waits for a reader that takes nothing only until next_ms(run) says a
+ * deadline of the run is due, or sfd (the loop's signalfd) is readable. */
+void cli_relay_watch(int (*next_ms)(const void *run), const void *run, int sfd);
+/* run.c: the run has ended; write what its reader has not taken yet (waiting for it, or a
+ * signal on the watched signalfd; interrupted: a signal cancelled the run, only what the
+ * reader takes now), say what was left, and forget the run. */
+void cli_relay_finish(bool interrupted);
 
 /* pipe.c: corral run --pipe. Check the stages against the rest of the command line (command:
  * the COMMAND given, or NULL); 0 or an exit code after a message. */

@@ -78,6 +78,11 @@ static bool cancelled_by_signal;
 /* Spawn and step the pipeline; SIGINT, SIGTERM and SIGHUP cancel it with the kill grace, so
  * that Ctrl-C still ends in a result. NULL only when out of memory or on an internal error
  * (then err says why). */
+static int pipeline_next_ms(const void *p)
+{
+	return corral_pipeline_next_timeout_ms(p);
+}
+
 static struct corral_pipeline_result *pipeline_with_signals(const corral_config *const *stages,
                                                             size_t n, uint64_t grace_ms,
                                                             struct corral_error *err)
@@ -107,6 +112,7 @@ static struct corral_pipeline_result *pipeline_with_signals(const corral_config 
 	}
 	struct pollfd pfd[2] = {{.fd = corral_pipeline_fd(p), .events = POLLIN},
 	                        {.fd = sfd, .events = POLLIN}};
+	cli_relay_watch(pipeline_next_ms, p, sfd);
 	int r = 0;
 	while (r == 0) {
 		if (poll(pfd, 2, corral_pipeline_next_timeout_ms(p)) < 0 && errno != EINTR)
@@ -125,6 +131,7 @@ static struct corral_pipeline_result *pipeline_with_signals(const corral_config 
 	}
 	if (r == 1)
 		corral_pipeline_result(p, &res, err);
+	cli_relay_finish(cancelled_by_signal);
 	corral_pipeline_destroy(p);
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);

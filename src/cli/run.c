@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <poll.h>
 #include <sys/signalfd.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <limits.h>
 #include <signal.h>
@@ -153,47 +154,201 @@ static const struct option long_opts[] = {
  * so its next write there fails and SIGPIPE ends it, as it would have ended without corral in
  * between instead of running on until its timeout; EPIPE is a pipeline's usual end and goes
  * unremarked, the rest is said once. (A descriptor 0-2 that was not open is /dev/null since
- * main().) A non-blocking descriptor of the caller's that is full is waited for, not given up
- * on. */
+ * main().)
+ *
+ * A reader that is there but does not read (`corral run -t 5 -- yes | (sleep 100)`) holds
+ * the relay back, and with it the command, as a pipe would; it must not hold back the run's
+ * deadlines. So the relay never blocks in write(2): it writes what the descriptor takes now
+ * (RWF_NOWAIT; where the kernel has no such write for it, a terminal or a character device,
+ * a poll for room and at most PIPE_BUF bytes, which such a descriptor with room takes at
+ * once) and waits for room only until the run's next deadline (its timeout, the kill after
+ * the grace, ...) or a signal, when the loop must act. What the reader has not taken then
+ * waits here, in order, and goes first when it has room again; up to RELAY_HOLD bytes a
+ * stream, beyond which the wait is for room alone (the command's output is bounded by then:
+ * every deadline passed ends the run a step sooner). When the run has ended, what is left
+ * is written as any writer would, until the reader takes it or goes away, or a signal
+ * (then it is dropped, and said). A non-blocking descriptor of the caller's that is full is
+ * waited for alike. */
+#define RELAY_HOLD (8u << 20)
+
 static bool relay_close[3];
+static struct relay_wait {
+	int (*next_ms)(const void *run); /* the run's next deadline (ms; <0: none) */
+	const void *run;
+	int sfd; /* the loop's signalfd (a cancel); <0: none */
+} relay_w = {NULL, NULL, -1};
+static struct relay_pending {
+	char *buf;
+	size_t off, len, cap; /* waiting: buf[off, off + len) */
+} relay_q[3];
+static bool relay_nowait_off[3]; /* RWF_NOWAIT refused for the stream's descriptor */
 
 bool cli_relay_failed(int stream)
 {
 	return stream >= 1 && stream <= 2 && relay_close[stream];
 }
 
+void cli_relay_watch(int (*next_ms)(const void *run), const void *run, int sfd)
+{
+	relay_w.next_ms = next_ms;
+	relay_w.run = run;
+	relay_w.sfd = sfd;
+}
+
+/* Write what fd takes without blocking: >0 written, -1 with errno (EAGAIN: no room now).
+ * polled: a poll has just reported room, so a plain write of at most PIPE_BUF bytes goes
+ * through at once (RWF_NOWAIT may refuse a file write that needs the disk: the relay would
+ * spin on it). */
+static ssize_t relay_write_now(int stream, int fd, const char *buf, size_t len, bool polled)
+{
+	if (!polled && !relay_nowait_off[stream]) {
+		struct iovec v = {.iov_base = (void *)buf, .iov_len = len};
+		ssize_t n = pwritev2(fd, &v, 1, -1, RWF_NOWAIT);
+		if (n >= 0 || (errno != EOPNOTSUPP && errno != EINVAL && errno != ENOSYS))
+			return n;
+		relay_nowait_off[stream] = true;
+	}
+	if (!polled) {
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		int r = poll(&pfd, 1, 0);
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	/* room, or an error or hang-up that the write reports */
+	return write(fd, buf, len < PIPE_BUF ? len : PIPE_BUF);
+}
+
+/* Wait for room on fd: 1 room (or a state the next write reports), 0 the run's deadline
+ * came or a signal is pending (back to the loop), -1 with errno. until_deadline false:
+ * for room, or a signal, alone. */
+static int relay_wait_room(int fd, bool until_deadline)
+{
+	int ms = until_deadline && relay_w.next_ms ? relay_w.next_ms(relay_w.run) : -1;
+	struct pollfd pfd[2] = {{.fd = fd, .events = POLLOUT},
+	                        {.fd = relay_w.sfd, .events = POLLIN}};
+	int r = poll(pfd, relay_w.sfd >= 0 ? 2 : 1, ms);
+	if (r < 0)
+		return errno == EINTR ? 1 : -1;
+	return pfd[0].revents ? 1 : 0;
+}
+
+static void relay_fail(int stream, int e)
+{
+	relay_close[stream] = true;
+	relay_q[stream].len = 0;
+	if (e != EPIPE)
+		cli_error("cannot write the command's %s: %s; closed it, so the command's next "
+		          "write there fails",
+		          stream == 1 ? "stdout" : "stderr", strerror(e));
+}
+
+/* Write out the stream's waiting bytes. final: the run has ended (no deadline left to keep).
+ * Returns with bytes still waiting only when a deadline or a signal needs the loop, or with
+ * nowait when the reader takes no more now. */
+static void relay_drain(int stream, bool final, bool nowait)
+{
+	struct relay_pending *q = &relay_q[stream];
+	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+	bool polled = false;
+	while (q->len && !relay_close[stream]) {
+		ssize_t n = relay_write_now(stream, fd, q->buf + q->off, q->len, polled);
+		polled = false;
+		if (n > 0) {
+			q->off += (size_t)n;
+			q->len -= (size_t)n;
+			continue;
+		}
+		int e = n < 0 ? errno : EIO;
+		if (e == EINTR)
+			continue;
+		if (e != EAGAIN) {
+			relay_fail(stream, e);
+			return;
+		}
+		if (nowait)
+			return;
+		int r = relay_wait_room(fd, !final && q->len <= RELAY_HOLD);
+		if (r < 0) {
+			relay_fail(stream, errno);
+			return;
+		}
+		if (r == 0)
+			return;
+		polled = true;
+	}
+	q->off = 0;
+}
+
+static bool relay_hold(struct relay_pending *q, const char *buf, size_t len)
+{
+	if (q->off && q->off + q->len + len > q->cap) {
+		memmove(q->buf, q->buf + q->off, q->len);
+		q->off = 0;
+	}
+	if (q->off + q->len + len > q->cap) {
+		size_t cap = q->cap ? q->cap : 65536;
+		while (cap < q->off + q->len + len)
+			cap *= 2;
+		char *b = realloc(q->buf, cap);
+		if (!b)
+			return false;
+		q->buf = b;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->off + q->len, buf, len);
+	q->len += len;
+	return true;
+}
+
 static void stream_out(void *ud, int stream, const char *buf, size_t len)
 {
 	(void)ud;
-	if (relay_close[stream])
+	if (relay_close[stream] || !len)
 		return;
-	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
-	int e = 0;
-	while (len > 0) {
-		ssize_t n = write(fd, buf, len);
+	/* nothing waiting: straight from the caller's buffer; only a remainder is held */
+	while (!relay_q[stream].len && len) {
+		int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+		ssize_t n = relay_write_now(stream, fd, buf, len, false);
 		if (n > 0) {
 			buf += n;
 			len -= (size_t)n;
 			continue;
 		}
-		e = n < 0 ? errno : EIO;
+		int e = n < 0 ? errno : EIO;
 		if (e == EINTR)
 			continue;
-		if (e == EAGAIN) {
-			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-			if (poll(&pfd, 1, -1) >= 0 || errno == EINTR)
-				continue;
-			e = errno;
+		if (e != EAGAIN) {
+			relay_fail(stream, e);
+			return;
 		}
 		break;
 	}
-	if (len == 0)
+	if (!len)
 		return;
-	relay_close[stream] = true;
-	if (e != EPIPE)
-		cli_error("cannot write the command's %s: %s; closed it, so the command's next "
-		          "write there fails",
-		          stream == 1 ? "stdout" : "stderr", strerror(e));
+	if (!relay_hold(&relay_q[stream], buf, len)) {
+		relay_fail(stream, ENOMEM);
+		return;
+	}
+	relay_drain(stream, false, false);
+}
+
+void cli_relay_finish(bool interrupted)
+{
+	for (int st = 1; st <= 2; st++) {
+		struct relay_pending *q = &relay_q[st];
+		relay_drain(st, true, interrupted);
+		if (q->len && !relay_close[st])
+			cli_error("interrupted: %zu bytes of the command's %s were not written "
+			          "(its reader had not taken them)",
+			          q->len, st == 1 ? "stdout" : "stderr");
+		free(q->buf);
+		memset(q, 0, sizeof(*q));
+	}
+	relay_w = (struct relay_wait){NULL, NULL, -1};
 }
 
 /* Apply one option to cfg/opts. Returns 0, or an exit code. */
@@ -340,6 +495,11 @@ static int apply_opt(int c, const char *arg, corral_config *cfg, struct run_opts
 
 static bool cancelled_by_signal;
 
+static int proc_next_ms(const void *p)
+{
+	return corral_proc_next_timeout_ms(p);
+}
+
 /* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
  * grace, so that Ctrl-C still ends in a result. */
 static struct corral_result *run_with_signals(const corral_config *cfg, const struct run_opts *o,
@@ -371,6 +531,7 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 	}
 	struct pollfd pfd[2] = {{.fd = corral_proc_fd(p), .events = POLLIN},
 	                        {.fd = sfd, .events = POLLIN}};
+	cli_relay_watch(proc_next_ms, p, sfd);
 	int r = 0;
 	while (r == 0) {
 		if (poll(pfd, 2, corral_proc_next_timeout_ms(p)) < 0 && errno != EINTR)
@@ -389,6 +550,9 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 	}
 	if (r == 1)
 		corral_proc_result(p, &res, err);
+	/* what the reader has not taken yet, before the teardown's wait; not waited for after a
+	 * Ctrl-C (signals still come through the signalfd: one ends this wait) */
+	cli_relay_finish(cancelled_by_signal);
 	corral_proc_destroy(p);
 	/* A signal that came after the run had ended (during the teardown) has nothing left to
 	 * cancel: drop it. Unblocked, it would end corral before it printed the result. */

@@ -97,6 +97,96 @@ y"
 	assert_eq "$(cat "$WS/.out")" after
 }
 
+# A reader that stays but takes nothing holds the command back, as a pipe would, and not the
+# run's deadlines: the command is gone at its timeout (and grace) while the reader still takes
+# nothing; once the reader reads, it gets whole lines in order and corral ends with 124. Before
+# the relay kept its deadlines, corral blocked in write(2) and the command ran on for as long
+# as the reader slept. The same for a pipeline's last stage.
+test_core_stalled_reader_keeps_timeout() {
+	local mark="corral-yes-$RANDOM$RANDOM"
+	CORRAL="$CORRAL" WS="$WS" MARK="$mark" python3 - <<'PY' || fail "stalled reader (see above)"
+import os, signal, subprocess, sys, time
+
+def alive(mark):
+    return subprocess.run(["pgrep", "-f", "--", mark], stdout=subprocess.DEVNULL).returncode == 0
+
+# the mark is put together inside the sandbox, so that only the command's own argv (not
+# corral's, which stays to write what is left) carries it
+corral, ws, mark = os.environ["CORRAL"], os.environ["WS"], os.environ["MARK"]
+tag = mark.split("-")[-1]
+for argv in ([corral, "run", "-w", ws, "--timeout", "2", "--kill-after", "1", "--",
+              "bash", "-c", 'exec -a "corral-yes-$0" yes', tag],
+             [corral, "run", "-w", ws, "--timeout", "2", "--kill-after", "1",
+              "--pipe", f"bash -c 'exec -a \"corral-yes-$0\" yes' {tag}", "--pipe", "cat"]):
+    r, w = os.pipe()
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    time.sleep(1)
+    if not alive(mark):
+        sys.exit(f"{argv}: the command never ran")
+    # nothing is read: the command must still end at 2 s + 1 s of grace
+    while alive(mark) and time.monotonic() - t0 < 15:
+        time.sleep(0.1)
+    gone = time.monotonic() - t0
+    if alive(mark):
+        sys.exit(f"the command outlived its timeout by far ({gone:.1f} s) behind a stalled reader")
+    if gone > 8:
+        sys.exit(f"the command ended {gone:.1f} s after the start, its deadline was 3 s")
+    if p.poll() is not None and p.returncode != 124:
+        sys.exit(f"corral ended early with {p.returncode} before its output was read")
+    data = b""
+    while True:
+        b = os.read(r, 1 << 20)
+        if not b:
+            break
+        data += b
+    os.close(r)
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=30)
+    if rc != 124:
+        sys.exit(f"status {rc}, expected 124 (timed out); stderr: {err}")
+    if "timed out" not in err:
+        sys.exit(f"no timeout message: {err}")
+    body = data[:len(data) - len(data) % 2]
+    if len(data) < 65536 or body != b"y\n" * (len(body) // 2):
+        sys.exit(f"{len(data)} bytes, not whole 'y' lines in order: {data[:64]!r}")
+    what = "pipeline" if "--pipe" in argv else "run"
+    print(f"ok: {what}: command gone after {gone:.1f} s, {len(data)} bytes read late")
+
+# Ctrl-C with a stalled reader: the run is cancelled, and corral does not wait for the reader
+# to take what is left: it says how much it dropped and ends (128+N: the cancel's kill)
+r, w = os.pipe()
+p = subprocess.Popen([corral, "run", "-w", ws, "--timeout", "60", "--kill-after", "1", "--",
+                      "bash", "-c", 'exec -a "corral-yes-$0" yes', tag],
+                     stdout=w, stderr=subprocess.PIPE)
+os.close(w)
+t0 = time.monotonic()
+while not alive(mark) and time.monotonic() - t0 < 10:
+    time.sleep(0.05)
+if not alive(mark):
+    sys.exit("Ctrl-C case: the command never ran")
+time.sleep(0.5)
+t0 = time.monotonic()
+p.send_signal(signal.SIGINT)
+try:
+    rc = p.wait(timeout=15)
+except subprocess.TimeoutExpired:
+    p.kill()
+    sys.exit("Ctrl-C: corral still waits for a reader that takes nothing, 15 s on")
+err = p.stderr.read().decode()
+os.close(r)
+if rc <= 128:
+    sys.exit(f"Ctrl-C: status {rc}, expected 128+N; stderr: {err}")
+if "were not written" not in err:
+    sys.exit(f"Ctrl-C: what was dropped is not said: {err}")
+if alive(mark):
+    sys.exit("Ctrl-C: the command survived")
+print(f"ok: Ctrl-C: corral ended {time.monotonic() - t0:.1f} s after it, status {rc}")
+PY
+	assert_no_survivor "$mark"
+}
+
 # Output that cannot be written (a full disk) is said once, by name, and stops the command's
 # writes the same way; a --json result that cannot be written is corral's failure (125) and
 # the message keeps the command's own status.
