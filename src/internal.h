@@ -121,8 +121,12 @@ struct json_t *json_bytes(const char *s, size_t n);
  * "stderr" when with_output is false (the audit record, which keeps the output only on
  * request, would otherwise encode up to --max-output twice for nothing). */
 struct json_t *result_json(const struct corral_result *res, bool with_output);
-/* corral_result_to_json()'s document and a newline, written to f as it is encoded. */
-int result_write_json(const struct corral_result *res, FILE *f);
+/* corral_result_to_json()'s document and a newline, written to fd as it is encoded (64 KiB
+ * at a time, fd_write_all). 0, or -1 with errno. */
+int result_write_json(const struct corral_result *res, int fd);
+/* All of buf to fd: a short write goes on, and a non-blocking descriptor that is full is
+ * waited for (poll), where stdio gives up with EAGAIN. 0, or -1 with errno. */
+int fd_write_all(int fd, const void *buf, size_t len);
 
 /* ---- violations.c ---------------------------------------------------------------------- */
 

@@ -2,10 +2,13 @@
 #include "internal.h"
 #include "redact.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 struct corral_result *result_new(void)
 {
@@ -290,16 +293,89 @@ int corral_result_to_json(const struct corral_result *res, char **out, struct co
 	return 0;
 }
 
-int result_write_json(const struct corral_result *res, FILE *f)
+int fd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			errno = EIO;
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -1;
+		struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+struct json_out {
+	int fd, err;
+	size_t n;
+	char buf[65536];
+};
+
+static int json_out_flush(struct json_out *o)
+{
+	if (o->n && fd_write_all(o->fd, o->buf, o->n) < 0) {
+		o->err = errno;
+		return -1;
+	}
+	o->n = 0;
+	return 0;
+}
+
+static int json_out_cb(const char *b, size_t size, void *data)
+{
+	struct json_out *o = data;
+	while (size) {
+		if (o->n == sizeof(o->buf) && json_out_flush(o) < 0)
+			return -1;
+		size_t k = sizeof(o->buf) - o->n < size ? sizeof(o->buf) - o->n : size;
+		memcpy(o->buf + o->n, b, k);
+		o->n += k;
+		b += k;
+		size -= k;
+	}
+	return 0;
+}
+
+int result_write_json(const struct corral_result *res, int fd)
 {
 	json_t *o = result_json(res, true);
-	if (!o)
+	if (!o) {
+		errno = ENOMEM;
 		return -1;
-	/* straight into the stream: no whole-document string, which for a capped 1 MiB of
-	 * output is up to 3 MiB grown by doubling (copies and page faults) */
-	int rc = json_dumpf(o, f, JSON_COMPACT);
+	}
+	/* encoded into the descriptor as it goes: no whole-document string, which for a capped
+	 * 1 MiB of output is up to 3 MiB grown by doubling (copies and page faults) */
+	struct json_out *out = malloc(sizeof(*out));
+	if (!out) {
+		json_decref(o);
+		errno = ENOMEM;
+		return -1;
+	}
+	out->fd = fd;
+	out->err = 0;
+	out->n = 0;
+	int rc = json_dump_callback(o, json_out_cb, out, JSON_COMPACT);
 	json_decref(o);
-	return rc < 0 || fputc('\n', f) == EOF ? -1 : 0;
+	if (rc == 0)
+		rc = json_out_cb("\n", 1, out) < 0 || json_out_flush(out) < 0 ? -1 : 0;
+	int e = out->err ? out->err : ENOMEM;
+	free(out);
+	if (rc < 0)
+		errno = e;
+	return rc;
 }
 
 const char *corral_redaction_kind_name(unsigned i)

@@ -346,7 +346,18 @@ int run_pipeline(const corral_config *cfg, const struct run_opts *o)
 	if (o->json) {
 		char *json = NULL;
 		if (corral_pipeline_result_to_json(res, &json, &err) == 0) {
-			puts(json);
+			/* as for one command: a result that cannot be delivered is corral's
+			 * failure, and a non-blocking stdout that is full is waited for */
+			size_t len = strlen(json);
+			json[len] = '\n'; /* (the terminating NUL is not needed after this) */
+			if (fflush(stdout) == EOF ||
+			    fd_write_all(STDOUT_FILENO, json, len + 1) < 0) {
+				cli_error(
+				    "cannot write the JSON result to stdout: %s; the result is "
+				    "lost (the pipeline's exit status was %d); exit status 125",
+				    strerror(errno), code);
+				code = EXIT_CORRAL_FAILED;
+			}
 			free(json);
 		} else {
 			cli_error("%s", err.message);

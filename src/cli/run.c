@@ -222,9 +222,9 @@ static ssize_t relay_write_now(int stream, int fd, const char *buf, size_t len, 
 	return write(fd, buf, len < PIPE_BUF ? len : PIPE_BUF);
 }
 
-/* Wait for room on fd: 1 room (or a state the next write reports), 0 the run's deadline
- * came or a signal is pending (back to the loop), -1 with errno. until_deadline false:
- * for room, or a signal, alone. */
+/* Wait for room on fd: 1 room (or a state the next write reports), 2 interrupted (look
+ * again), 0 the run's deadline came or a signal is pending (back to the loop), -1 with
+ * errno. until_deadline false: for room, or a signal, alone. */
 static int relay_wait_room(int fd, bool until_deadline)
 {
 	int ms = until_deadline && relay_w.next_ms ? relay_w.next_ms(relay_w.run) : -1;
@@ -232,7 +232,7 @@ static int relay_wait_room(int fd, bool until_deadline)
 	                        {.fd = relay_w.sfd, .events = POLLIN}};
 	int r = poll(pfd, relay_w.sfd >= 0 ? 2 : 1, ms);
 	if (r < 0)
-		return errno == EINTR ? 1 : -1;
+		return errno == EINTR ? 2 : -1;
 	return pfd[0].revents ? 1 : 0;
 }
 
@@ -278,7 +278,7 @@ static void relay_drain(int stream, bool final, bool nowait)
 		}
 		if (r == 0)
 			return;
-		polled = true;
+		polled = r == 1;
 	}
 	q->off = 0;
 }
@@ -809,7 +809,7 @@ int cmd_run(int argc, char **argv)
 			/* The result is what --json promises: one that cannot be delivered (a
 			 * full disk, a reader that went away) is corral's failure, whatever the
 			 * command's status, which the message keeps. */
-			if (result_write_json(res, stdout) < 0 || fflush(stdout) == EOF) {
+			if (fflush(stdout) == EOF || result_write_json(res, STDOUT_FILENO) < 0) {
 				cli_error("cannot write the JSON result to stdout: %s; the result "
 				          "is lost (the command's exit status was %d; its audit "
 				          "record, when the store is on: corral audit show %s); "

@@ -205,6 +205,10 @@ test_core_unwritable_output_reported() {
 	# control: the same run with somewhere to write keeps the command's status
 	"$CORRAL" run -w "$WS" --json -- sh -c 'exit 3' >/dev/null 2>&1
 	assert_eq $? 3
+	# a pipeline's --json result alike (it was printed with an unchecked puts: exit 0)
+	err=$("$CORRAL" run -w "$WS" --json --pipe 'echo hi' --pipe cat 2>&1 >/dev/full)
+	assert_eq $? 125
+	assert_contains "$err" "cannot write the JSON result to stdout: No space left on device"
 }
 
 # A caller's stdout that is non-blocking (inherited O_NONBLOCK, as some process managers
@@ -231,6 +235,35 @@ rc = p.wait()
 err = p.stderr.read()
 assert (got, rc) == (2000000, 0), (got, rc, err)
 assert err == b"", err
+
+# the --json result alike, for one command and for a pipeline: larger than the pipe, into a
+# full non-blocking stdout (stdio gave up with EAGAIN: exit 125, the result lost)
+import json
+for tail in (["--", "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; exit 3"],
+             ["--pipe", "head -c 300000 /dev/zero", "--pipe", "tr '\\0' x"]):
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    p = subprocess.Popen([os.environ["CORRAL"], "run", "-w", os.environ["WS"], "--json"] + tail,
+                         stdout=w, stderr=subprocess.PIPE)
+    os.close(w)
+    # wait until the sandbox has finished and corral is writing into the full pipe
+    time.sleep(1.5)
+    data = b""
+    while True:
+        b = os.read(r, 65536)
+        if not b:
+            break
+        data += b
+        time.sleep(0.001)
+    os.close(r)
+    rc = p.wait()
+    err = p.stderr.read()
+    doc = json.loads(data)
+    if tail[0] == "--":
+        assert (rc, doc["exit_code"], doc["stdout_bytes"]) == (3, 3, 300000), (rc, err)
+    else:
+        assert (rc, doc["exit_code"]) == (0, 0), (rc, err)
+        assert doc["stages"][-1]["stdout_bytes"] == 300000, doc["stages"][-1]
 PY
 	local err rc out
 	err=$("$CORRAL" run -w "$WS" -- sh -c 'echo out; echo done >&2; exit 4' 2>&1 >&-)
