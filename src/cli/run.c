@@ -246,6 +246,31 @@ static void relay_fail(int stream, int e)
 		          stream == 1 ? "stdout" : "stderr", strerror(e));
 }
 
+/* Write from *buf for as long as the stream's descriptor takes it now; *buf and *len
+ * advance. false: the write failed (the stream is closed, and that said); true: all of it
+ * written, or no room left for now. polled: for the first write, as for relay_write_now. */
+static bool relay_push(int stream, const char **buf, size_t *len, bool polled)
+{
+	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
+	while (*len) {
+		ssize_t n = relay_write_now(stream, fd, *buf, *len, polled);
+		polled = false;
+		if (n > 0) {
+			*buf += n;
+			*len -= (size_t)n;
+			continue;
+		}
+		int e = n < 0 ? errno : EIO;
+		if (e == EINTR)
+			continue;
+		if (e == EAGAIN)
+			return true;
+		relay_fail(stream, e);
+		return false;
+	}
+	return true;
+}
+
 /* Write out the stream's waiting bytes. final: the run has ended (no deadline left to keep).
  * Returns with bytes still waiting only when a deadline or a signal needs the loop, or with
  * nowait when the reader takes no more now. */
@@ -255,22 +280,14 @@ static void relay_drain(int stream, bool final, bool nowait)
 	int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
 	bool polled = false;
 	while (q->len && !relay_close[stream]) {
-		ssize_t n = relay_write_now(stream, fd, q->buf + q->off, q->len, polled);
-		polled = false;
-		if (n > 0) {
-			q->off += (size_t)n;
-			q->len -= (size_t)n;
-			continue;
-		}
-		int e = n < 0 ? errno : EIO;
-		if (e == EINTR)
-			continue;
-		if (e != EAGAIN) {
-			relay_fail(stream, e);
+		const char *p = q->buf + q->off;
+		size_t left = q->len;
+		if (!relay_push(stream, &p, &left, polled))
 			return;
-		}
-		if (nowait)
-			return;
+		q->off += q->len - left;
+		q->len = left;
+		if (!left || nowait)
+			break;
 		int r = relay_wait_room(fd, !final && q->len <= RELAY_HOLD);
 		if (r < 0) {
 			relay_fail(stream, errno);
@@ -280,7 +297,8 @@ static void relay_drain(int stream, bool final, bool nowait)
 			return;
 		polled = r == 1;
 	}
-	q->off = 0;
+	if (!q->len)
+		q->off = 0;
 }
 
 static bool relay_hold(struct relay_pending *q, const char *buf, size_t len)
@@ -310,23 +328,8 @@ static void stream_out(void *ud, int stream, const char *buf, size_t len)
 	if (relay_close[stream] || !len)
 		return;
 	/* nothing waiting: straight from the caller's buffer; only a remainder is held */
-	while (!relay_q[stream].len && len) {
-		int fd = stream == 1 ? STDOUT_FILENO : STDERR_FILENO;
-		ssize_t n = relay_write_now(stream, fd, buf, len, false);
-		if (n > 0) {
-			buf += n;
-			len -= (size_t)n;
-			continue;
-		}
-		int e = n < 0 ? errno : EIO;
-		if (e == EINTR)
-			continue;
-		if (e != EAGAIN) {
-			relay_fail(stream, e);
-			return;
-		}
-		break;
-	}
+	if (!relay_q[stream].len && !relay_push(stream, &buf, &len, false))
+		return;
 	if (!len)
 		return;
 	if (!relay_hold(&relay_q[stream], buf, len)) {
