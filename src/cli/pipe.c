@@ -75,14 +75,15 @@ static void label(char out[72], const char *cmd)
 
 static bool cancelled_by_signal;
 
-/* Spawn and step the pipeline; SIGINT, SIGTERM and SIGHUP cancel it with the kill grace, so
- * that Ctrl-C still ends in a result. NULL only when out of memory or on an internal error
- * (then err says why). */
+/* The pipeline's next deadline, for the relay (cli_relay_watch). */
 static int pipeline_next_ms(const void *p)
 {
 	return corral_pipeline_next_timeout_ms(p);
 }
 
+/* Spawn and step the pipeline; SIGINT, SIGTERM and SIGHUP cancel it with the kill grace, so
+ * that Ctrl-C still ends in a result. NULL only when out of memory or on an internal error
+ * (then err says why). */
 static struct corral_pipeline_result *pipeline_with_signals(const corral_config *const *stages,
                                                             size_t n, uint64_t grace_ms,
                                                             struct corral_error *err)
