@@ -258,12 +258,11 @@ static bool seccomp_in_init;
  * the command then builds it itself, as session jobs without one do). */
 static int ll_ready_fd = -1;
 /* Parked (DESIGN §18): the command that came on the sync pipe, instead of the plan's. */
-static char *const *cmd_argv;
 static char park_buf[PARK_MAX_ARGV_BYTES];
 static char *park_argv[PARK_MAX_ARGC + 1];
 
-/* Landlock and seccomp, then exec argv searching PATH in the sandbox's view. */
-static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
+/* Landlock and seccomp, which bind the command and everything it starts. */
+static void confine(const struct launch *L, int exec_fd)
 {
 	int r, detail = -1;
 	/* Landlock and seccomp bind the command and everything it starts, but not the init:
@@ -279,6 +278,11 @@ static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv
 	/* seccomp last: it denies mount, setns and friends that the steps before used. */
 	if (L->seccomp && !seccomp_in_init && (r = seccomp_apply_child(L->sc)) < 0)
 		fail_on(exec_fd, STEP_SECCOMP, r, -1, NULL);
+}
+
+/* exec argv, searching PATH in the sandbox's view. */
+static _Noreturn void exec_argv(const struct launch *L, char *const *argv, int exec_fd)
+{
 	const char *prog = argv[0];
 	int err = ENOENT;
 	bool has_slash = false;
@@ -311,6 +315,14 @@ static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv
 	fail_on(exec_fd, STEP_EXEC, err, -1, NULL);
 }
 
+static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
+{
+	confine(L, exec_fd);
+	exec_argv(L, argv, exec_fd);
+}
+
+static char *const *park_wait(void);
+
 /* The command process: stdio in place, default signals, then exec. Any failure goes to
  * exec_fd, whose EOF tells the init that exec worked. */
 static _Noreturn void command_exec(const struct launch *L, int exec_fd)
@@ -329,8 +341,19 @@ static _Noreturn void command_exec(const struct launch *L, int exec_fd)
 	/* A session's out-of-band status descriptor: fd 3 of the shell, of nothing else. */
 	if (L->fd_fd3 >= 0 && dup2(CFD_FD3, 3) < 0)
 		fail_on(exec_fd, STEP_FDS, errno, -1, NULL);
+	confine(L, exec_fd);
+	/* Parked (DESIGN §18): this process is made with the sandbox, confined, and waits
+	 * here for its command, so that a call's only work in the sandbox is the exec. */
+	char *const *argv = L->argv;
+	if (L->cfg->park) {
+		/* the host sees a parked sandbox as corral-init and this (exec renames it) */
+		prctl(PR_SET_NAME, "corral-parked");
+		argv = park_wait();
+	}
+	if (!argv)
+		fail_on(exec_fd, STEP_SYNC, EPIPE, -1, NULL);
 	reset_signals();
-	confine_and_exec(L, cmd_argv ? cmd_argv : L->argv, exec_fd);
+	exec_argv(L, argv, exec_fd);
 }
 
 /* The command process is started the way posix_spawn starts one: it shares the init's
@@ -761,6 +784,10 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 	r.maxrss_kb = ru.ru_maxrss;
 	ssize_t n = write(CFD_REPORT, &r, sizeof(r));
 	(void)n;
+	/* Our exit tears the namespaces down (the mount tree, the network), a millisecond of
+	 * kernel work on this CPU, where the write above has just woken the supervisor:
+	 * without this it waited behind the teardown for its result (DESIGN §18). */
+	sched_yield();
 	_exit(0);
 }
 
@@ -777,16 +804,16 @@ static bool read_all(int fd, void *buf, size_t n)
 	return true;
 }
 
-/* A parked init waits here, after its last setup step, for the command: {u32 bytes,
+/* A parked sandbox's command process waits here, confined, for its command: {u32 bytes,
  * u32 argc} and argc NUL-terminated strings (proc_unpark). EOF or anything malformed means
- * the supervisor dropped this sandbox (or died): end quietly, nothing was run. */
+ * the supervisor dropped this sandbox (or died): NULL, and nothing is run. */
 static char *const *park_wait(void)
 {
 	uint32_t h[2];
 	if (!read_all(CFD_SYNC, h, sizeof(h)) || h[0] == 0 || h[0] > sizeof(park_buf) ||
 	    h[1] == 0 || h[1] > PARK_MAX_ARGC || !read_all(CFD_SYNC, park_buf, h[0]) ||
 	    park_buf[h[0] - 1] != 0)
-		_exit(0);
+		return NULL;
 	close(CFD_SYNC);
 	size_t k = 0, off = 0;
 	while (off < h[0] && k < h[1]) {
@@ -794,7 +821,7 @@ static char *const *park_wait(void)
 		off += strlen(park_buf + off) + 1;
 	}
 	if (k != h[1] || off != h[0])
-		_exit(0);
+		return NULL;
 	park_argv[k] = NULL;
 	return park_argv;
 }
@@ -920,14 +947,14 @@ static _Noreturn void child_main(const struct launch *L)
 	}
 	/* (none: a tight RLIMIT_DATA, the memory limit's fallback; the command is forked) */
 #endif
-	/* Parked: everything is in place; the command arrives later on the sync pipe. */
-	if (L->cfg->park) {
-		if (L->seccomp) {
-			if ((r = seccomp_apply_child(L->sc)) < 0)
-				child_fail(STEP_SECCOMP, r, -1);
-			seccomp_in_init = true;
-		}
-		cmd_argv = park_wait();
+	/* Parked: everything is in place; the command process is started now and waits,
+	 * confined, for its command on the sync pipe (command_exec). Meanwhile the init waits
+	 * for it as for any command: in the clone below until it has exec'd, or (forked) in the
+	 * read of the exec pipe. */
+	if (L->cfg->park && L->seccomp) {
+		if ((r = seccomp_apply_child(L->sc)) < 0)
+			child_fail(STEP_SECCOMP, r, -1);
+		seccomp_in_init = true;
 	}
 
 	int ep[2];
@@ -951,6 +978,8 @@ static _Noreturn void child_main(const struct launch *L)
 	}
 	if (cmd < 0)
 		child_fail(STEP_FORK, errno, -1);
+	if (L->cfg->park)
+		close(CFD_SYNC);
 	close(ep[1]);
 	if (L->fd_fd3 >= 0)
 		close(CFD_FD3); /* the status pipe's writers are the shell and its children */

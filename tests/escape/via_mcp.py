@@ -254,8 +254,9 @@ def exit_code_for(res):
 
 
 def parked(pid):
-    """The server's parked sandboxes: children named corral-init, alive (not zombies), that
-    have no child of their own (a parked init has not forked a command)."""
+    """The server's parked sandboxes: children named corral-init, alive (not zombies), whose
+    one child is their command process still waiting for its command (named corral-parked;
+    exec gives it the command's name)."""
     stats = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -268,9 +269,12 @@ def parked(pid):
         comm = st[st.index("(") + 1:st.rindex(")")]
         rest = st.rsplit(")", 1)[1].split()
         stats[int(name)] = (comm, rest[0], int(rest[1]))
-    parents = {ppid for (_, _, ppid) in stats.values()}
+    kids = {}
+    for p, (comm, state, ppid) in stats.items():
+        kids.setdefault(ppid, []).append((comm, state))
     return {p for p, (comm, state, ppid) in stats.items()
-            if ppid == pid and comm == "corral-init" and state != "Z" and p not in parents}
+            if ppid == pid and comm == "corral-init" and state != "Z"
+            and [c for c, s in kids.get(p, []) if s != "Z"] == ["corral-parked"]}
 
 
 def prime(srv, args, deadline):

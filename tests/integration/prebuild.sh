@@ -13,7 +13,8 @@ prebuild_py() {
 PREBUILD_PY_HEAD='
 import os, time, json, mcp_client as M
 
-# parked sandboxes of a server pid: its children named corral-init, alive, with no child
+# parked sandboxes of a server pid: its children named corral-init, alive, whose one child
+# is named corral-parked (waiting for its command)
 from via_mcp import parked as parked_of
 
 def wait_parked(s, before, timeout=10):
@@ -41,6 +42,20 @@ def gather_parked(s, n, timeout=10):
         time.sleep(0.05)
     assert len(got) >= n, got
     return got
+
+def waiting_of(inits):
+    """The command processes of parked inits: their children named corral-parked."""
+    out = set()
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                st = f.read()
+        except (OSError, ValueError):
+            continue
+        rest = st.rsplit(")", 1)[1].split()
+        if int(rest[1]) in inits and st[st.index("(") + 1:st.rindex(")")] == "corral-parked":
+            out.add(int(name))
+    return out
 
 def gone_soon(pids, timeout=5):
     """pids that are still alive after timeout."""
@@ -271,12 +286,15 @@ PY
 }
 
 # Nothing parked outlives the server: its sandboxes (no command in them) are gone once it
-# has exited, by host-side evidence (their pids).
+# has exited, inits and waiting command processes, by host-side evidence (their pids).
 test_prebuild_parked_sandboxes_end_with_the_server() {
 	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
 $PREBUILD_PY_HEAD
 s = server(prebuild=3)
 got = gather_parked(s, 3)
+waiting = waiting_of(got)
+assert len(waiting) == 3, waiting
+got |= waiting
 assert s.close() == 0
 left = gone_soon(got, 0.2)
 assert not left, "parked sandboxes survived the server: %s" % left
@@ -291,6 +309,9 @@ $PREBUILD_PY_HEAD
 import signal
 s = server(prebuild=2)
 got = gather_parked(s, 2)
+waiting = waiting_of(got)
+assert len(waiting) == 2, waiting
+got |= waiting
 s.proc.send_signal(signal.SIGKILL)
 s.proc.wait()
 left = gone_soon(got)
