@@ -48,6 +48,9 @@ struct audit {
 	bool retention_set; /* audit_set_retention was called: prune after the first write too */
 	bool pruned;        /* this handle has pruned */
 	bool wal_full;      /* a commit left AUDIT_WAL_FRAMES or more in the WAL: checkpoint */
+	int wal_frames;     /* frames the last commit left in the WAL */
+	bool defer;         /* upkeep (prune, checkpoint) waits for audit_upkeep(), within bounds */
+	bool prune_due;     /* deferred: a retention boundary was crossed */
 	uint64_t missed;    /* writes that failed (or were skipped) since the last success */
 	char missed_error[sizeof(((struct corral_error *)0)->message)];
 	/* the write path's statements, prepared once per handle (a server writes one record
@@ -438,12 +441,17 @@ static int create_schema(struct audit *a, struct corral_error *err)
  * AUDIT_WAL_MAX_BYTES (a long reader held the checkpoint off) at that restart. */
 #define AUDIT_WAL_FRAMES 256
 #define AUDIT_WAL_MAX_BYTES 2097152 /* 2 MiB */
+/* Deferred upkeep (audit_defer_upkeep): the write checkpoints by itself at this many frames,
+ * so that a writer that is never idle keeps its WAL under AUDIT_WAL_MAX_BYTES (508 frames of
+ * 4 KiB pages), with room for one more record, and nothing trims it. */
+#define AUDIT_WAL_DEFER_FRAMES 448
 
 static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames)
 {
 	(void)db;
 	(void)name;
 	struct audit *a = ud;
+	a->wal_frames = frames;
 	if (frames >= AUDIT_WAL_FRAMES)
 		a->wal_full = true;
 	return SQLITE_OK;
@@ -760,8 +768,15 @@ static int write_begin(struct audit *a, struct corral_error *err)
 	return 0;
 }
 
+static void run_prune(struct audit *a)
+{
+	a->prune_due = false;
+	audit_prune(a, a->max_age_ms, a->max_rows, NULL);
+}
+
 /* Commit; then, every 100th row, prune by the retention policy (its failure is not this
- * write's: the row is recorded, and verify reports what prune refused). */
+ * write's: the row is recorded, and verify reports what prune refused), and checkpoint a
+ * full WAL; with the upkeep deferred, within its bounds, both wait for audit_upkeep(). */
 static int write_commit(struct audit *a, int64_t seq_before, struct corral_error *err)
 {
 	int rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
@@ -778,10 +793,35 @@ static int write_commit(struct audit *a, int64_t seq_before, struct corral_error
 	if (chain_read(a, &c, &ignored) == 0 &&
 	    (c.head_seq / every != seq_before / every || (a->retention_set && !a->pruned))) {
 		a->pruned = true;
-		audit_prune(a, a->max_age_ms, a->max_rows, NULL);
+		/* deferred: until the writer is idle, or the next boundary at the latest */
+		if (a->defer && !a->prune_due)
+			a->prune_due = true;
+		else
+			run_prune(a);
 	}
-	wal_checkpoint(a);
+	/* deferred: until the writer is idle, or until the WAL is near its size limit */
+	if (!a->defer || a->wal_frames >= AUDIT_WAL_DEFER_FRAMES)
+		wal_checkpoint(a);
 	return 0;
+}
+
+void audit_defer_upkeep(struct audit *a)
+{
+	a->defer = true;
+}
+
+bool audit_upkeep_due(const struct audit *a)
+{
+	return a && (a->prune_due || a->wal_full);
+}
+
+void audit_upkeep(struct audit *a)
+{
+	if (!a)
+		return;
+	if (a->prune_due)
+		run_prune(a);
+	wal_checkpoint(a);
 }
 
 int audit_flush_gap(struct audit *a, struct corral_error *err)

@@ -54,6 +54,15 @@ const char *audit_path(const struct audit *a);
  * --audit-max-age 7d`) applies it at once. */
 void audit_set_retention(struct audit *a, int64_t max_age_ms, int64_t max_rows);
 
+/* Upkeep on the writer's idle time (a long-lived writer: the MCP server). A write commits
+ * its record and leaves the retention prune and the WAL checkpoint (several milliseconds:
+ * the checkpoint syncs the WAL and the database) to audit_upkeep(), which the writer calls
+ * when nothing waits on it. Bounded: a prune still due at the next retention boundary, and
+ * a WAL near its size limit (448 frames, 1.8 MiB), are done by the write itself. */
+void audit_defer_upkeep(struct audit *a);
+bool audit_upkeep_due(const struct audit *a);
+void audit_upkeep(struct audit *a);
+
 /* What one execution was. Everything is borrowed for the call. */
 struct audit_run {
 	const struct corral_result *res; /* may be NULL for an execution without a result (an

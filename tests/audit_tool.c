@@ -16,6 +16,8 @@
  *   --ago MS (started MS ago) --duration MS --violations JSON --redactions N
  *   --profile P --cwd DIR --keep-rows N (retention for the opportunistic prune)
  *   --pause MS (bulk: sleep between records, to straddle a lock held by someone else)
+ *   --defer (upkeep left for idle time, as corral mcp does: audit_defer_upkeep)
+ *   --upkeep (after the records: audit_upkeep, then print "upkeep was due: yes|no")
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +34,7 @@ struct rec_opts {
 	struct audit_run run;
 	const char *cmd, *limit, *error;
 	int exit_code, sig;
-	bool timeout, no_result;
+	bool timeout, no_result, defer, upkeep;
 	long long ago_ms, duration_ms, keep_rows, pause_ms;
 };
 
@@ -128,6 +130,8 @@ static int parse_rec(int argc, char **argv, struct rec_opts *o)
 	    {"cwd", required_argument, NULL, 'w'},
 	    {"keep-rows", required_argument, NULL, 'K'},
 	    {"pause", required_argument, NULL, 'z'},
+	    {"defer", no_argument, NULL, 'D'},
+	    {"upkeep", no_argument, NULL, 'U'},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(o, 0, sizeof(*o));
@@ -207,6 +211,12 @@ static int parse_rec(int argc, char **argv, struct rec_opts *o)
 		case 'z':
 			o->pause_ms = atoll(optarg);
 			break;
+		case 'D':
+			o->defer = true;
+			break;
+		case 'U':
+			o->upkeep = true;
+			break;
 		default:
 			return -1;
 		}
@@ -242,6 +252,8 @@ int main(int argc, char **argv)
 		} else {
 			if (o.keep_rows)
 				audit_set_retention(a, 0, o.keep_rows);
+			if (o.defer)
+				audit_defer_upkeep(a);
 			unsigned failed = 0;
 			for (unsigned i = 0; i < n; i++) {
 				if (i && o.pause_ms)
@@ -252,6 +264,11 @@ int main(int argc, char **argv)
 			}
 			if (bulk)
 				printf("recorded %u, failed %u\n", n - failed, failed);
+			if (o.upkeep) {
+				bool due = audit_upkeep_due(a);
+				audit_upkeep(a);
+				printf("upkeep was due: %s\n", due ? "yes" : "no");
+			}
 			rc = failed ? 1 : 0;
 		}
 	} else if (!strcmp(cmd, "event") && argc >= 4) {

@@ -319,6 +319,23 @@ test_audit_concurrent_writers() {
 	assert_eq "$(jget by_kind.job <<<"$s") $(jget by_kind.session_cmd <<<"$s")" "200 200"
 }
 
+# "LIVE SIZE": the frames of a WAL's current generation (those its header's salts mark, the
+# ones a reader that rebuilds the index reads) and its size in bytes.
+WAL_FRAMES_PY='
+import struct, sys
+d = open(sys.argv[1], "rb").read()
+if len(d) < 32:
+    print(0, len(d)); sys.exit()
+page = struct.unpack(">I", d[8:12])[0]
+salts = d[16:24]
+n, off = 0, 32
+while off + 24 + page <= len(d) and d[off + 8:off + 16] == salts:
+    n += 1
+    off += 24 + page
+print(n, len(d))
+'
+wal_frames() { python3 -c "$WAL_FRAMES_PY" "$1"; }
+
 # One-shot writers (as corral run is) checkpoint the WAL once it holds 256 frames and restart
 # it at once, so the next process that opens the store rebuilds its index from few frames:
 # the frames of the WAL's current generation (its header's salts) stay below 256 plus one
@@ -330,20 +347,7 @@ test_audit_wal_restarts_in_one_shot_writers() {
 		audit_tool "$db" record --cmd "run $i" >/dev/null || fail "record $i"
 	done
 	local frames
-	frames=$(python3 - "$db-wal" <<'EOF'
-import struct, sys
-d = open(sys.argv[1], 'rb').read()
-if len(d) < 32:
-    print(0); sys.exit()
-page = struct.unpack('>I', d[8:12])[0]
-salts = d[16:24]
-n, off = 0, 32
-while off + 24 + page <= len(d) and d[off + 8:off + 16] == salts:
-    n += 1
-    off += 24 + page
-print(n, len(d))
-EOF
-	) || fail "reading the WAL"
+	frames=$(wal_frames "$db-wal") || fail "reading the WAL"
 	local live=${frames% *} size=${frames#* }
 	[ "$live" -gt 0 ] || fail "no frames in the WAL's current generation: $frames"
 	[ "$live" -lt 300 ] || fail "the WAL was not restarted: $live frames in its current generation"
@@ -354,6 +358,84 @@ EOF
 	if command -v sqlite3 >/dev/null; then
 		assert_eq "$(sqlite3 "$db" 'PRAGMA integrity_check')" ok
 	fi
+}
+
+# A long-lived writer (corral mcp) leaves the store's upkeep to its idle time
+# (audit_defer_upkeep): the WAL checkpoint, whose syncs cost 5-19 ms here every 30-odd
+# records, and the retention prune. Bounded for a writer that is never idle: the WAL stays
+# under its 2 MiB limit, the prune comes at the next retention boundary at the latest.
+test_audit_upkeep_deferred() {
+	local out live size n
+	# no idle time: 40 records (about 300 frames) and no checkpoint, the WAL whole
+	audit_tool "$WS/a.db" bulk 40 --defer >/dev/null || fail "bulk a"
+	read -r live size < <(wal_frames "$WS/a.db-wal") || fail "reading the WAL"
+	[ "$live" -ge 256 ] || fail "checkpointed although deferred: $live frames live"
+	# then the upkeep: it was due, and the WAL starts over
+	out=$(audit_tool "$WS/b.db" bulk 40 --defer --upkeep) || fail "bulk b"
+	assert_contains "$out" "upkeep was due: yes"
+	read -r live size < <(wal_frames "$WS/b.db-wal")
+	assert_eq "$live" 1 "frames live after the upkeep"
+	out=$(audit_tool "$WS/b2.db" bulk 3 --defer --upkeep) || fail "bulk b2"
+	assert_contains "$out" "upkeep was due: no"
+	# never idle: checkpointed by the writes themselves before the WAL outgrows 2 MiB
+	audit_tool "$WS/c.db" bulk 300 --defer >/dev/null || fail "bulk c"
+	read -r live size < <(wal_frames "$WS/c.db-wal")
+	[ "$live" -lt 460 ] || fail "$live frames live in a never-idle writer's WAL"
+	[ "$size" -le $((2 * 1024 * 1024)) ] || fail "WAL of $size bytes, above its 2 MiB limit"
+	out=$("$CORRAL" audit --db "$WS/c.db" verify --json) || fail "chain: $out"
+	assert_eq "$(jget rows <<<"$out")" 300
+	if command -v sqlite3 >/dev/null; then
+		assert_eq "$(sqlite3 "$WS/c.db" 'PRAGMA integrity_check')" ok
+	fi
+	# the prune: bounded without idle time, exact after the upkeep
+	audit_tool "$WS/d.db" bulk 250 --keep-rows 50 --defer >/dev/null || fail "bulk d"
+	n=$("$CORRAL" audit --db "$WS/d.db" verify --json | jget rows)
+	[ "$n" -ge 50 ] && [ "$n" -le 60 ] || fail "deferred prune kept $n rows (expected 50..60)"
+	audit_tool "$WS/e.db" bulk 250 --keep-rows 50 --defer --upkeep >/dev/null || fail "bulk e"
+	out=$("$CORRAL" audit --db "$WS/e.db" verify --json) || fail "chain after the upkeep's prune: $out"
+	assert_eq "$(jget rows <<<"$out")" 50
+}
+
+# The server replies before the store's upkeep and does it once idle: after some reply the
+# WAL holds more than the checkpoint's 256 frames (the record is written, the checkpoint is
+# not); 0.3 s later, with the server still serving, it has been checkpointed and restarted.
+test_audit_mcp_upkeep_when_idle() {
+	local db=$WS/mcp-upkeep.db calls out
+	calls=$(DB=$db mcp_py <<'PY'
+import os, struct, time, mcp_client as M
+db = os.environ["DB"]
+def live():
+    """the WAL's live frames (as wal_frames), read at once: the server idles 10 ms"""
+    d = open(db + "-wal", "rb").read()
+    if len(d) < 32:
+        return 0
+    page = struct.unpack(">I", d[8:12])[0]
+    n, off = 0, 32
+    while off + 24 + page <= len(d) and d[off + 8:off + 16] == d[16:24]:
+        n, off = n + 1, off + 24 + page
+    return n
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", db]))
+s.initialize()
+seen = None
+for i in range(200):
+    r = s.call("run_command", {"argv": ["true"]})
+    assert r["structuredContent"]["exit_code"] == 0, r
+    n = live()
+    if n >= 256:
+        seen = (i + 1, n)
+        break
+assert seen, "no reply ever came before the checkpoint (the WAL never held 256 frames)"
+time.sleep(0.3)
+n = live()
+assert n == 1, "after %s calls and 0.3 s idle the WAL still holds %d live frames" % (seen[0], n)
+r = s.call("run_command", {"argv": ["true"]})
+assert r["structuredContent"]["exit_code"] == 0, r
+assert s.close() == 0
+print(seen[0] + 1)
+PY
+	) || fail "the MCP session failed (see the traceback above)"
+	out=$("$CORRAL" audit --db "$db" verify --json) || fail "chain: $out"
+	assert_eq "$(jget rows <<<"$out")" "$calls" "one record a call"
 }
 
 test_audit_store_readonly_fails_fast() {
