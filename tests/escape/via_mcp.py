@@ -253,10 +253,8 @@ def exit_code_for(res):
     return int(res.get("exit_code") or 0)
 
 
-def parked(pid):
-    """The server's parked sandboxes: children named corral-init, alive (not zombies), whose
-    one child is their command process still waiting for its command (named corral-parked;
-    exec gives it the command's name)."""
+def procs():
+    """Every process: pid -> (comm, state, ppid), from /proc/PID/stat."""
     stats = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -269,12 +267,26 @@ def parked(pid):
         comm = st[st.index("(") + 1:st.rindex(")")]
         rest = st.rsplit(")", 1)[1].split()
         stats[int(name)] = (comm, rest[0], int(rest[1]))
+    return stats
+
+
+def parked(pid):
+    """The server's parked sandboxes: children named corral-init, alive (not zombies), whose
+    one child is their command process still waiting for its command (named corral-parked;
+    exec gives it the command's name)."""
+    stats = procs()
     kids = {}
     for p, (comm, state, ppid) in stats.items():
         kids.setdefault(ppid, []).append((comm, state))
     return {p for p, (comm, state, ppid) in stats.items()
             if ppid == pid and comm == "corral-init" and state != "Z"
             and [c for c, s in kids.get(p, []) if s != "Z"] == ["corral-parked"]}
+
+
+def waiting(inits):
+    """The command processes of parked inits: their children named corral-parked."""
+    return {p for p, (comm, state, ppid) in procs().items()
+            if ppid in inits and comm == "corral-parked"}
 
 
 def prime(srv, args, deadline):

@@ -15,7 +15,7 @@ import os, time, json, mcp_client as M
 
 # parked sandboxes of a server pid: its children named corral-init, alive, whose one child
 # is named corral-parked (waiting for its command)
-from via_mcp import parked as parked_of
+from via_mcp import parked as parked_of, waiting as waiting_of
 
 def wait_parked(s, before, timeout=10):
     """The server idles 10 ms, then builds: wait for a child it did not have in before (the
@@ -42,20 +42,6 @@ def gather_parked(s, n, timeout=10):
         time.sleep(0.05)
     assert len(got) >= n, got
     return got
-
-def waiting_of(inits):
-    """The command processes of parked inits: their children named corral-parked."""
-    out = set()
-    for name in os.listdir("/proc"):
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                st = f.read()
-        except (OSError, ValueError):
-            continue
-        rest = st.rsplit(")", 1)[1].split()
-        if int(rest[1]) in inits and st[st.index("(") + 1:st.rindex(")")] == "corral-parked":
-            out.add(int(name))
-    return out
 
 def gone_soon(pids, timeout=5):
     """pids that are still alive after timeout."""
