@@ -947,6 +947,10 @@ static _Noreturn void child_main(const struct launch *L)
 	}
 	/* (none: a tight RLIMIT_DATA, the memory limit's fallback; the command is forked) */
 #endif
+	/* The setup is done: back to the supervisor's CPU set, which the command and anything
+	 * the init starts later inherit (see setup_elsewhere). */
+	if (L->cpus_moved)
+		(void)sched_setaffinity(0, sizeof(L->cpus), &L->cpus);
 	/* Parked: everything is in place; the command process is started now and waits,
 	 * confined, for its command on the sync pipe (command_exec). Meanwhile the init waits
 	 * for it as for any command: in the clone below until it has exec'd, or (forked) in the
@@ -1319,6 +1323,21 @@ static pid_t clone_blocked(struct launch *L, int *cgfd, int *pidfd, int *clone_e
 	return pid;
 }
 
+/* Whether the child should build itself on another CPU than this one (launch_start), with
+ * *here this CPU and L->cpus this process's CPU set. The supervisor has work of its own after
+ * the clone (the maps, the deferred placeholders, the audit store's open, the relay); a
+ * scheduler that packs tasks onto few CPUs (the 2-core machine of DESIGN §18 keeps a new task,
+ * and a task woken through a pipe, on the waker's CPU while the other idles) would run the
+ * two one after the other. Only the setup moves: the init takes the set back before the
+ * command starts (child_main). */
+static bool setup_elsewhere(struct launch *L, int *here)
+{
+	*here = sched_getcpu();
+	return *here >= 0 && *here < CPU_SETSIZE &&
+	       sched_getaffinity(0, sizeof(L->cpus), &L->cpus) == 0 && CPU_COUNT(&L->cpus) > 1 &&
+	       CPU_ISSET(*here, &L->cpus);
+}
+
 int launch_start(const struct corral_config *cfg, struct corral_result *res, struct launch_out *out,
                  struct corral_error *err)
 {
@@ -1378,7 +1397,8 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 		}
 		plan_key_compute(&L, out->key);
 	}
-	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno;
+	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno, here;
+	L.cpus_moved = setup_elsewhere(&L, &here);
 	pid_t pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
 	/* (a parked sandbox is only built with its namespaces: see proc_park) */
 	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno) &&
@@ -1421,6 +1441,12 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	}
 	out->pid = pid;
 	out->pidfd = pidfd;
+	if (L.cpus_moved) {
+		/* (a failure leaves the child where the scheduler put it: only slower) */
+		cpu_set_t away = L.cpus;
+		CPU_CLR(here, &away);
+		(void)sched_setaffinity(pid, sizeof(away), &away);
+	}
 	plan_record_layers(&L, res);
 
 	/* Parent-side setup, then release the child through the sync pipe. */

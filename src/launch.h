@@ -4,6 +4,7 @@
 #define CORRAL_LAUNCH_H
 
 #include <limits.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -15,6 +16,10 @@ struct launch {
 	bool landlock, seccomp;
 	uid_t uid;
 	gid_t gid;
+	/* The supervisor's CPU set, when the child was moved off the supervisor's CPU for its
+	 * setup (launch_start): the init takes it back before the command starts. */
+	cpu_set_t cpus;
+	bool cpus_moved;
 	int fd_in, fd_out, fd_err, fd_report, fd_sync; /* parent-side numbers */
 	int fd_fd3, fd_ctl; /* sessions: the command's fd 3, the init's control socket */
 	struct mount_plan mounts;

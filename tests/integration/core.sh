@@ -50,6 +50,28 @@ os.execv(sys.argv[1], sys.argv[1:])' "$CORRAL" run -w "$WS" -- sh -c \
 	assert_contains "$out" "yes: 0"
 }
 
+# The init builds the sandbox on another CPU than the supervisor's (launch_start), and takes
+# the caller's CPU set back before the command starts: the command, a process it starts, and
+# the init itself have the caller's set, in every tier, whatever that set is. With the set not
+# taken back, the command runs on the one CPU the setup was moved to.
+test_core_command_keeps_caller_cpu_set() {
+	local want out cpus
+	want=$(grep Cpus_allowed_list /proc/self/status | cut -f2)
+	out=$(cr -- sh -c 'grep Cpus_allowed_list /proc/self/status /proc/1/status; sh -c "grep Cpus_allowed_list /proc/self/status"')
+	assert_eq "$(cut -f2 <<<"$out" | sort -u)" "$want"
+	assert_eq "$(wc -l <<<"$out")" 3
+	out=$(cr --mode none -- grep Cpus_allowed_list /proc/self/status)
+	assert_eq "$(cut -f2 <<<"$out")" "$want"
+	# a narrower set than the machine's: the caller's, not the machine's
+	cpus=$(nproc)
+	if [ "$cpus" -ge 2 ]; then
+		out=$(taskset -c 1 "$CORRAL" run -w "$WS" -- grep Cpus_allowed_list /proc/self/status)
+		assert_eq "$(cut -f2 <<<"$out")" 1
+		out=$(taskset -c 0,1 "$CORRAL" run -w "$WS" -- grep Cpus_allowed_list /proc/self/status)
+		assert_eq "$(cut -f2 <<<"$out")" 0-1
+	fi
+}
+
 test_core_shell_string_and_argv() {
 	local out
 	out=$(cr -c 'echo "a b" | tr a-z A-Z')

@@ -116,6 +116,24 @@ assert "yes: 0" in r["stdout"], r["stdout"]
 PY
 }
 
+# A parked sandbox's command has the server's CPU set (the init builds elsewhere and takes the
+# set back before it starts the command's process), as a built one's does.
+test_prebuild_command_keeps_server_cpu_set() {
+	prebuild_py <<PY || fail "the MCP session failed (see the traceback above)"
+$PREBUILD_PY_HEAD
+s = server()
+wait_parked(s, set())
+want = [l for l in open("/proc/%d/status" % s.proc.pid) if l.startswith("Cpus_allowed_list")]
+r = sc(s.call("run_command", {"command": "grep Cpus_allowed_list /proc/self/status /proc/1/status"}))
+r2 = sc(s.call("shell_exec", {"command": "grep Cpus_allowed_list /proc/self/status"}))
+s.close()
+assert r["prebuilt_ms"] is not None, r
+lines = r["stdout"].splitlines()
+assert len(lines) == 2 and all(l.split(":", 1)[1] == want[0].strip() for l in lines), (lines, want)
+assert r2["stdout"].strip() == want[0].strip(), (r2["stdout"], want)
+PY
+}
+
 # Calls back to back (each sent as soon as the previous reply arrives) never leave the server
 # idle, so it builds the next call's sandbox beside the running one: nearly every call is
 # served prebuilt (before the pipeline, only the first was), and each in a sandbox of its own
