@@ -264,7 +264,9 @@ def section_server(out, server, targets):
                "(bench/server.py) that keeps *concurrency* calls in flight with that many "
                "threads. The floor is bare `fork+exec+wait` of `/bin/true` "
                "(`os.posix_spawn` + `waitpid`) from the same threads, so the client's own "
-               "overhead is in both.\n")
+               "overhead is in both. `corral mcp` takes every sandbox's system tree from "
+               "its mount template (the default); the `--mount-template off` rows build "
+               "each tree whole, as `corral run` does.\n")
     if server.get("override"):
         out.append(f"> **Harness self-test only**: the server was `{server['override']}` "
                    "(CORRAL_MCP_CMD), not `corral mcp`; its numbers say nothing about "

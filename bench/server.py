@@ -313,6 +313,21 @@ def throughput(result):
                         f"p50 {r['p50_ms']:.3f} ms prebuilt {r['prebuilt']}/{r['ok']}")
             finally:
                 client.close()
+    # the same without the mount template: every sandbox builds its whole tree
+    if not os.environ.get("CORRAL_MCP_CMD"):
+        client, why = start_server(max(2, N_SLEEP), "notemplate", ["--mount-template", "off"])
+        if client:
+            try:
+                one = mcp_call(client)
+                for conc in (1, 2):
+                    drive(max(20, N_CALLS // 20), conc, one)  # warm-up
+                    r = drive(N_CALLS, conc, one)
+                    r["what"] = "corral mcp --mount-template off"
+                    rows.append(r)
+                    log(f"server: mcp --mount-template off c={conc}: "
+                        f"{r['calls_per_s']:.0f}/s p50 {r['p50_ms']:.3f} ms")
+            finally:
+                client.close()
     for conc in (1, 2):
         bare = next(r for r in rows if r["concurrency"] == conc and r["what"].startswith("bare"))
         for r in rows:
@@ -409,6 +424,7 @@ def spaced(result):
 
     run(bare_call, "bare fork+exec+wait (posix_spawn)")
     for extra, what in (([], "corral mcp"),
+                        (["--mount-template", "off"], "corral mcp --mount-template off"),
                         (["--prebuild", PREBUILD], f"corral mcp --prebuild {PREBUILD}")):
         if extra and os.environ.get("CORRAL_MCP_CMD"):
             continue

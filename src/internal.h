@@ -39,6 +39,9 @@ struct corral_config {
 	/* Internal (parked sandboxes, DESIGN §18): build everything, then hold the command back
 	 * until proc_unpark() sends the command that will run. */
 	bool park;
+	/* Internal (a server, DESIGN §18): the holder of a mount template the launches take
+	 * copies of; NULL: every launch builds its whole tree. Not owned (a dup shares it). */
+	struct mtpl *mtpl;
 	bool no_capture; /* output goes to out_cb only; nothing is kept in the result */
 	enum corral_mode mode;
 	enum corral_net net;
@@ -219,6 +222,9 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
  * or private /tmp; the cgroup is taken to be as the process's last attempt had it); no
  * sandbox is made. Two configs with equal keys get the same sandbox. */
 int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err);
+/* With cfg->mtpl set: start a template holder for cfg's plan now (a dry run of the plan), so
+ * that the first launch finds it. 0, or -1 (no mount namespace for cfg, or no template). */
+int launch_template_warm(const struct corral_config *cfg);
 /* Largest argv (bytes of the strings with their NULs, and count) a parked sandbox takes. */
 #define PARK_MAX_ARGV_BYTES (60 * 1024)
 #define PARK_MAX_ARGC 4096
@@ -312,5 +318,12 @@ const struct corral_result *corral_job_sandbox_result(const corral_job *j);
 /* Copy the session's isolation record (mode and layers) into into. -1 when the session's
  * sandbox has none (yet). */
 int corral_session_copy_isolation(const corral_session *s, struct corral_result *into);
+
+/* The mount template's holder (template.c, DESIGN §18), kept by a server: set a config's
+ * mtpl to it and its launches take copies of the system tree. */
+struct mtpl *mtpl_new(void);
+void mtpl_free(struct mtpl *t);                    /* kills and reaps the holder */
+pid_t mtpl_holder_pid(const struct mtpl *t);       /* -1: none */
+const char *mtpl_off_reason(const struct mtpl *t); /* non-NULL: given up, and why */
 
 #endif

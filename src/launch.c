@@ -91,7 +91,15 @@ const char *launch_step_name(int step)
 }
 
 /* Descriptor numbers in the child after the fd shuffle. */
-enum { CFD_REPORT = 3, CFD_SYNC = 4, CFD_FD3 = 5, CFD_CTL = 6, CFD_FIRST_FREE = 7, CFD_N = 7 };
+enum {
+	CFD_REPORT = 3,
+	CFD_SYNC = 4,
+	CFD_FD3 = 5,
+	CFD_CTL = 6,
+	CFD_TPL = 7,
+	CFD_FIRST_FREE = 8,
+	CFD_N = 8
+};
 
 #include "launch.h"
 /* ---- the child ------------------------------------------------------------------------ */
@@ -164,7 +172,7 @@ static _Noreturn void child_fail(int step, int err, int detail)
 static int child_fds(const struct launch *L, int *report_fd)
 {
 	int src[CFD_N] = {L->fd_in,   L->fd_out, L->fd_err, L->fd_report,
-	                  L->fd_sync, L->fd_fd3, L->fd_ctl};
+	                  L->fd_sync, L->fd_fd3, L->fd_ctl, L->fd_tpl};
 	int tmp[CFD_N];
 	*report_fd = L->fd_report;
 	/* close the gaps between the wanted ones (ascending; duplicates are harmless) */
@@ -883,7 +891,10 @@ static _Noreturn void child_main(const struct launch *L)
 	 * pivot_root also ends any path back to the host root. */
 	if (L->mountns) {
 		int notes = 0;
-		r = mount_setup_child(&L->mounts, L->n_ph_pending ? CFD_SYNC : -1, &detail, &notes);
+		r = mount_setup_child(&L->mounts, L->n_ph_pending ? CFD_SYNC : -1,
+		                      L->fd_tpl >= 0 ? CFD_TPL : -1, &detail, &notes);
+		if (L->fd_tpl >= 0)
+			close(CFD_TPL);
 		if (L->n_ph_pending && !L->cfg->park)
 			close(CFD_SYNC);
 		if (notes)
@@ -892,8 +903,11 @@ static _Noreturn void child_main(const struct launch *L)
 		if (r < 0)
 			fail_on(CFD_REPORT, STEP_MOUNT, r, detail,
 			        detail >= 0 ? L->mounts.ops[detail].dst : "the new root");
-	} else if (chdir(L->cwd) < 0) {
-		child_fail(STEP_CWD, errno, -1);
+	} else {
+		if (L->fd_tpl >= 0)
+			close(CFD_TPL); /* (taken before a fall back to no mount namespace) */
+		if (chdir(L->cwd) < 0)
+			child_fail(STEP_CWD, errno, -1);
 	}
 	if ((r = rlimit_apply_child(&L->rl, &detail)) < 0)
 		child_fail(STEP_RLIMIT, r, detail);
@@ -1164,6 +1178,36 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	sha256_digest(&h, 32, out);
 }
 
+/* The template key: what a mount template built from L's plan holds (the system tree's ops
+ * with the identity of every source, and what it makes for the plan's own ops), for the ids
+ * its holder maps. Two plans with the same key get the same tree from it. */
+void tpl_key_compute(const struct launch *L, uint8_t out[32])
+{
+	struct sha256_ctx h;
+	sha256_init(&h);
+	key_str(&h, "corral mount template 1");
+	key_u64(&h, L->uid);
+	key_u64(&h, L->gid);
+	for (size_t i = 0; i < L->mounts.n_ops; i++) {
+		const struct mount_op *op = &L->mounts.ops[i];
+		if (op->tpl) {
+			key_u64(&h, (uint64_t)op->kind);
+			key_str(&h, op->src);
+			key_str(&h, op->dst);
+			key_u64(&h, (uint64_t)op->optional);
+			key_u64(&h, (uint64_t)op->no_symlinks);
+			key_u64(&h, op->size);
+			key_u64(&h, op->has_id);
+			if (op->has_id)
+				key_op_identity(&h, op);
+		} else if (op->tpl_make) {
+			key_u64(&h, (uint64_t)op->tpl_make);
+			key_str(&h, op->dst);
+		}
+	}
+	sha256_digest(&h, 32, out);
+}
+
 static int clone_sandbox(struct launch *L, uint64_t flags, int cgfd, int *pidfd)
 {
 	struct clone_args args;
@@ -1354,7 +1398,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	out->pid = -1;
 	out->ctl_fd = -1;
 	out->go_fd = -1;
-	L.fd_fd3 = L.fd_ctl = -1;
+	L.fd_fd3 = L.fd_ctl = L.fd_tpl = -1;
 
 	if ((r = plan_choose_layers(&L, res, err)) < 0 || (r = plan_prepare(&L, res, err)) < 0 ||
 	    (r = make_pipes(cfg, p_in, p_out, p_err, p_rep, p_sync, err)) < 0)
@@ -1396,6 +1440,15 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 			goto fail;
 		}
 		plan_key_compute(&L, out->key);
+	}
+	/* The system part of the tree from a template when the caller keeps one (a server):
+	 * a copy of it for this plan's key, or none, and then maybe a holder for the next
+	 * launches (mtpl_offer, once this one is on its way). */
+	uint8_t tkey[32];
+	bool tpl_ok = cfg->mtpl && L.mountns && mount_template_prepare(&L.mounts) == 0;
+	if (tpl_ok) {
+		tpl_key_compute(&L, tkey);
+		L.fd_tpl = mtpl_take(cfg->mtpl, tkey);
 	}
 	int cgfd = L.cg ? cgroup_clone_fd(L.cg) : -1, clone_errno, here;
 	L.cpus_moved = setup_elsewhere(&L, &here);
@@ -1441,6 +1494,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	}
 	out->pid = pid;
 	out->pidfd = pidfd;
+	if (L.fd_tpl >= 0) { /* the child has it */
+		close(L.fd_tpl);
+		L.tpl_used = L.mountns;
+		L.fd_tpl = -1;
+	}
 	if (L.cpus_moved) {
 		/* (a failure leaves the child where the scheduler put it: only slower) */
 		cpu_set_t away = L.cpus;
@@ -1483,6 +1541,8 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 		pthread_sigmask(SIG_SETMASK, &old_set, NULL);
 	}
 
+	if (tpl_ok && !L.tpl_used)
+		mtpl_offer(cfg->mtpl, &L, tkey);
 	close(p_sync[0]);
 	if (cfg->park) {
 		/* the command goes this way later (proc_unpark), without blocking the supervisor */
@@ -1522,6 +1582,8 @@ fail_kill:
 			;
 	}
 fail:
+	if (L.fd_tpl >= 0)
+		close(L.fd_tpl);
 	for (int i = 0; i < 2; i++) {
 		int *fds[] = {&p_in[i], &p_out[i], &p_err[i], &p_rep[i], &p_sync[i], &p_ctl[i]};
 		for (size_t k = 0; k < ARRAY_SIZE(fds); k++)
@@ -1547,6 +1609,42 @@ fail:
 	return r;
 }
 
+int launch_template_warm(const struct corral_config *cfg)
+{
+	if (!cfg->mtpl)
+		return -1;
+	struct launch L;
+	memset(&L, 0, sizeof(L));
+	L.cfg = cfg;
+	L.uid = getuid();
+	L.gid = getgid();
+	L.fd_fd3 = L.fd_ctl = L.fd_tpl = -1;
+	/* a dry run, as for a plan key: the template's part of a plan does not depend on what
+	 * a real one would make or hold on the host (placeholders, the cgroup) */
+	L.dry_run = L.key_only = true;
+	struct corral_result *res = result_new();
+	if (!res)
+		return -1;
+	struct corral_error err = {0};
+	int r = plan_choose_layers(&L, res, &err);
+	if (r == 0)
+		r = plan_prepare(&L, res, &err);
+	if (r == 0 && L.mountns && mount_template_prepare(&L.mounts) == 0) {
+		uint8_t tkey[32];
+		tpl_key_compute(&L, tkey);
+		mtpl_offer(cfg->mtpl, &L, tkey);
+	} else if (r == 0) {
+		r = -1;
+	}
+	free(L.private_tmp);
+	plan_release_protected(L.held, L.n_held);
+	for (size_t i = 0; i < L.n_cg_join; i++)
+		free(L.cg_join_paths[i]);
+	plan_free(&L);
+	corral_result_free(res);
+	return r;
+}
+
 int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err)
 {
 	struct launch L;
@@ -1554,7 +1652,7 @@ int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct cor
 	L.cfg = cfg;
 	L.uid = getuid();
 	L.gid = getgid();
-	L.fd_fd3 = L.fd_ctl = -1;
+	L.fd_fd3 = L.fd_ctl = L.fd_tpl = -1;
 	/* The plan as a run would build it now, with no host side effect: no placeholder made
 	 * or held, no cgroup made, no private /tmp (a call's key is taken on its path; a
 	 * parked sandbox already holds all of these). What the host would decide is predicted

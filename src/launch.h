@@ -20,6 +20,10 @@ struct launch {
 	 * setup (launch_start): the init takes it back before the command starts. */
 	cpu_set_t cpus;
 	bool cpus_moved;
+	/* A copy of the mount template (template.c), attached as the new root instead of the
+	 * tpl ops; -1: the plan's own tree is built. */
+	int fd_tpl;
+	bool tpl_used;                                 /* (for the isolation record) */
 	int fd_in, fd_out, fd_err, fd_report, fd_sync; /* parent-side numbers */
 	int fd_fd3, fd_ctl; /* sessions: the command's fd 3, the init's control socket */
 	struct mount_plan mounts;
@@ -104,5 +108,14 @@ int plan_make_pending(struct launch *L, struct corral_error *err);
  * touches nothing on the host (policy check and explain use it that way). */
 int plan_protected_set(struct launch *L, struct corral_error *err);
 bool plan_test_disabled(const char *layer);
+
+/* ---- template.c: the mount template's holder (DESIGN §18) ---- */
+/* The template key of L's plan (mount_template_prepare done): what a template holds. */
+void tpl_key_compute(const struct launch *L, uint8_t out[32]);
+/* A copy of the template for key, or -1 (none ready, another key, or none at all). */
+int mtpl_take(struct mtpl *t, const uint8_t key[32]);
+/* After a launch that found none: start a holder for key when one is due (built from L's
+ * plan by a clone of this process; the next launches take its copies). */
+void mtpl_offer(struct mtpl *t, const struct launch *L, const uint8_t key[32]);
 
 #endif

@@ -235,6 +235,14 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
 	record(res, "mountns", L->mountns,
 	       !L->mountns ? skip
+	       : L->tpl_used
+	           ? (L->cfg->workspace_ro
+	                  ? "tmpfs root, system read-only, workspace read-only; root and system "
+	                    "tree a copy of a template shared read-only (superblock) between "
+	                    "sandboxes"
+	                  : "tmpfs root, system read-only, workspace read-write; root and system "
+	                    "tree a copy of a template shared read-only (superblock) between "
+	                    "sandboxes")
 	       : L->cfg->workspace_ro ? "tmpfs root, system read-only, workspace read-only"
 	                              : "tmpfs root, system read-only, workspace read-write");
 	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);

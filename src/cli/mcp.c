@@ -78,6 +78,10 @@ void usage_mcp(FILE *f)
 	    "                           whose plan matches (default 0: each call builds its\n"
 	    "                           own); refilled when the server is idle, and beside\n"
 	    "                           the running call when calls come back to back\n"
+	    "      --mount-template on|off  take each sandbox's system tree (/usr, the /etc\n"
+	    "                           allow-list, /dev) from a copy of one built once, on a\n"
+	    "                           tmpfs read-only at its superblock (default on; shown\n"
+	    "                           in the isolation record); off: each builds its own\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
 	    "      --max-queue-bytes SIZE  request bytes the waiting calls may hold together\n"
@@ -128,6 +132,7 @@ enum {
 	OPT_AUDIT_OUTPUT,
 	OPT_AUDIT_MAX_AGE,
 	OPT_AUDIT_MAX_ROWS,
+	OPT_MOUNT_TEMPLATE,
 };
 
 static const struct option long_opts[] = {
@@ -148,6 +153,7 @@ static const struct option long_opts[] = {
     {"mode", required_argument, NULL, OPT_MODE},
     {"max-concurrent", required_argument, NULL, OPT_MAX_CONCURRENT},
     {"prebuild", required_argument, NULL, OPT_PREBUILD},
+    {"mount-template", required_argument, NULL, OPT_MOUNT_TEMPLATE},
     {"max-queue", required_argument, NULL, OPT_MAX_QUEUE},
     {"max-queue-bytes", required_argument, NULL, OPT_MAX_QUEUE_BYTES},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
@@ -334,6 +340,11 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 		return 0;
 	case OPT_PREBUILD:
 		return set_prebuild(o, "--prebuild", arg);
+	case OPT_MOUNT_TEMPLATE:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return cli_bad_value("--mount-template", arg, "expected on or off");
+		o->no_mount_template = !strcmp(arg, "off");
+		return 0;
 	case OPT_MAX_QUEUE:
 		if (strcmp(arg, "0") && parse_count(arg, 1u << 24, &v, &why) < 0)
 			return cli_bad_value("--max-queue", arg, why);

@@ -155,6 +155,7 @@ struct mcp_options {
 	size_t n_allow_env;
 	unsigned max_concurrent;  /* run calls (run_command, run_code, run_pipeline) at once */
 	unsigned prebuild;        /* parked sandboxes kept built ahead (0: none) */
+	bool no_mount_template;   /* --mount-template off: every sandbox builds its whole tree */
 	size_t max_queue;         /* waiting calls beyond that */
 	size_t max_queue_bytes;   /* request bytes of the waiting calls, together (0: no limit) */
 	size_t max_message;       /* bytes per incoming message */

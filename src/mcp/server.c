@@ -198,6 +198,8 @@ struct server {
 	bool pool_off;            /* cannot work here (no pid namespace): for good */
 	int fd_per_park;          /* descriptors one parked sandbox holds (0: not measured) */
 	char exe_path[PATH_MAX];  /* this binary, as /proc/self/maps names it */
+	struct mtpl *mtpl;        /* the mount template's holder (NULL: off) */
+	bool mtpl_said_off;       /* its failure has been logged */
 	uint64_t pool_wait_until; /* no room for another (descriptors): not before this */
 	uint64_t replied_at;      /* monotonic ms of the latest reply to a call */
 	bool pool_b2b;            /* the latest call came back to back (within POOL_IDLE_MS) */
@@ -2723,6 +2725,11 @@ static void run_loop(struct server *s)
 		} else {
 			pool_refill(s);
 			upkeep_when_idle(s);
+			if (s->mtpl && !s->mtpl_said_off && mtpl_off_reason(s->mtpl)) {
+				logmsg("mount template off (each sandbox builds its tree): %s",
+				       mtpl_off_reason(s->mtpl));
+				s->mtpl_said_off = true;
+			}
 		}
 		for (int i = 0; i < n && !s->stop; i++) {
 			struct watch *w = evs[i].data.ptr;
@@ -2925,6 +2932,12 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		return 125;
 	}
 	audit_start(&s);
+	/* The mount template (DESIGN §18): every call's configuration is a copy of the base,
+	 * so they all take copies of its tree. Started now, so the first call finds it. */
+	if (!o->no_mount_template && (s.mtpl = mtpl_new()) != NULL) {
+		o->base->mtpl = s.mtpl;
+		launch_template_warm(o->base);
+	}
 	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent run calls, "
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
@@ -2934,6 +2947,11 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 	                      : "unavailable");
 	run_loop(&s);
 	shutdown_all(&s);
+	if (s.mtpl) {
+		o->base->mtpl = NULL;
+		mtpl_free(s.mtpl);
+		s.mtpl = NULL;
+	}
 	logmsg("shut down (%s)", s.stop_reason ? s.stop_reason : "error");
 	audit_stop(&s);
 	teardown(&s, &old);

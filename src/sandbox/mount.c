@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -260,6 +261,12 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd/1", "/dev/stdout", 0, 0, 0) < 0 ||
 	    plan_add(plan, &cap, MOP_SYMLINK, "/proc/self/fd/2", "/dev/stderr", 0, 0, 0) < 0)
 		goto oom;
+	/* The system tree so far is the same for every run of a host: a template holder can
+	 * build it once (tpl). Not devpts and /dev/shm: each sandbox has its own. */
+	for (size_t i = 0; i < plan->n_ops; i++)
+		plan->ops[i].tpl =
+		    plan->ops[i].kind != MOP_DEVPTS &&
+		    !(plan->ops[i].kind == MOP_TMPFS && !strcmp(plan->ops[i].dst, "/dev/shm"));
 	if (plan_add(plan, &cap, MOP_PROC, NULL, "/proc", 0, LL_READ, 0) < 0)
 		goto oom;
 	/* Kernel knobs that are not namespaced stay read-only even for a sandbox running as
@@ -474,6 +481,11 @@ static int attach_clone(int srcfd, int rootfd, const char *dst, int is_file, uin
 	return r;
 }
 
+/* Set in a template holder (mount_template_child): a bind's source must be the file the
+ * plan saw (its identity), or the build fails; the sandboxes that attach the template are
+ * the ones whose plan saw that file. */
+static bool verify_sources;
+
 static int do_bind(const struct mount_op *op, int rootfd, const struct mount_plan *plan,
                    uint64_t attrs)
 {
@@ -491,6 +503,11 @@ static int do_bind(const struct mount_op *op, int rootfd, const struct mount_pla
 		r = -errno;
 		close(src);
 		return r;
+	}
+	if (verify_sources && (!op->has_id || st.st_dev != op->id_dev || st.st_ino != op->id_ino ||
+	                       (st.st_mode & S_IFMT) != (op->id_mode & S_IFMT))) {
+		close(src);
+		return -ESTALE;
 	}
 	r = attach_clone(src, rootfd, op->dst, !S_ISDIR(st.st_mode), attrs, plan->buf1);
 	close(src);
@@ -658,10 +675,11 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 	return -EINVAL;
 }
 
-int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op, int *notes)
+/* The scratch root the host is reached from: mounts made private, a tmpfs with newroot and
+ * oldroot, pivoted into, so that every host path is /oldroot/<path> even when the scratch
+ * directory shadowed it (a workspace under /tmp). */
+static int scratch_root(void)
 {
-	*failed_op = -1;
-	*notes = 0;
 	/* Nothing we mount may propagate back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
@@ -671,14 +689,29 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op
 		return -errno;
 	if (mkdir("newroot", 0755) < 0 || mkdir("oldroot", 0755) < 0)
 		return -errno;
-	/* Pivot first, so that every host path is reachable as /oldroot/<path> even when the
-	 * scratch directory shadowed it (a workspace under /tmp). */
 	if (syscall(SYS_pivot_root, ".", "oldroot") < 0)
 		return -errno;
 	if (chdir("/") < 0)
 		return -errno;
-	if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
-		return -errno;
+	return 0;
+}
+
+int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, int *failed_op,
+                      int *notes)
+{
+	*failed_op = -1;
+	*notes = 0;
+	int r = scratch_root();
+	if (r < 0)
+		return r;
+	/* The new root: a copy of the template (the system tree, on a tmpfs read-only at the
+	 * superblock, with the targets of this plan's own ops made), or a tmpfs of our own. */
+	if (tpl_fd >= 0)
+		r = sys_move_mount(tpl_fd, "", AT_FDCWD, NEWROOT, MOVE_MOUNT_F_EMPTY_PATH);
+	else if (mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
+		r = -errno;
+	if (r < 0)
+		return r;
 	/* The source of file masks: an empty file outside the new root. */
 	int efd = open("/empty", O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC, 0444);
 	if (efd < 0)
@@ -688,6 +721,8 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op
 	if (rootfd < 0)
 		return rootfd;
 	for (size_t i = 0; i < plan->n_ops; i++) {
+		if (tpl_fd >= 0 && plan->ops[i].tpl)
+			continue; /* in the template */
 		/* The supervisor makes the placeholders meanwhile: 'p' when they are there. */
 		if (i == plan->protect_op && wait_fd >= 0) {
 			char c = 0;
@@ -700,7 +735,7 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op
 				return -ECANCELED;
 			}
 		}
-		int r = do_op(&plan->ops[i], rootfd, plan, notes);
+		r = do_op(&plan->ops[i], rootfd, plan, notes);
 		if (r < 0) {
 			*failed_op = (int)i;
 			close(rootfd);
@@ -721,11 +756,203 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op
 	if (chdir("/") < 0)
 		return -errno;
 	/* The root itself is read-only: the sandbox writes only where the plan says. */
-	int r = sys_mount_setattr(AT_FDCWD, "/", 0, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-	                                                   MOUNT_ATTR_NODEV);
+	r = sys_mount_setattr(AT_FDCWD, "/", 0,
+	                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (r < 0)
 		return r;
 	if (chdir(plan->cwd) < 0)
 		return -errno;
 	return 0;
+}
+
+/* ---- the mount template (DESIGN §18) ---------------------------------------------------- */
+
+static bool mounts_at_dst(enum mount_op_kind k)
+{
+	return k != MOP_SYMLINK && k != MOP_DIR;
+}
+
+/* a is b, or a directory above it */
+static bool path_contains(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+	if (n == 1 && a[0] == '/')
+		return true;
+	return !strncmp(a, b, n) && (b[n] == 0 || b[n] == '/');
+}
+
+int mount_template_prepare(struct mount_plan *plan)
+{
+	for (size_t i = 0; i < plan->n_ops; i++) {
+		struct mount_op *op = &plan->ops[i];
+		struct stat st;
+		op->tpl_make = 0;
+		if (op->tpl) {
+			/* the holder checks what it binds against this (a source missing now stays
+			 * without one: skipped if optional, as the plan's bind would be) */
+			if (op->src && op->kind != MOP_SYMLINK && !op->has_id &&
+			    lstat(op->src, &st) == 0) {
+				op->has_id = true;
+				op->id_dev = st.st_dev;
+				op->id_ino = st.st_ino;
+				op->id_mode = st.st_mode;
+			}
+			continue;
+		}
+		/* Where dst lands: on the deepest earlier mount that contains it. Only a target on
+		 * the template's own tmpfs (its root, its /dev) must be made by the template, which
+		 * is read-only once built; one inside a bound host tree is where the plan's own
+		 * tree has it, and one in a tmpfs of the sandbox's own is made there. */
+		const struct mount_op *in = NULL;
+		for (size_t j = 0; j < i; j++)
+			if (mounts_at_dst(plan->ops[j].kind) &&
+			    path_contains(plan->ops[j].dst, op->dst) &&
+			    (!in || strlen(plan->ops[j].dst) >= strlen(in->dst)))
+				in = &plan->ops[j];
+		if (in && !(in->tpl && in->kind == MOP_TMPFS))
+			continue;
+		switch (op->kind) {
+		case MOP_BIND_RO:
+		case MOP_BIND_RW:
+		case MOP_BIND_DEV:
+		case MOP_FILE_RO: {
+			/* a directory or a file, as do_bind will find the source (a source missing
+			 * fails or is skipped there, before any target is made) */
+			int rc = 0;
+			mode_t m = op->id_mode;
+			if (!op->has_id) {
+				rc = lstat(op->src, &st);
+				m = st.st_mode;
+			}
+			if (rc == 0 && S_ISLNK(m)) {
+				rc = stat(op->src, &st);
+				m = st.st_mode;
+			}
+			if (rc == 0)
+				op->tpl_make = S_ISDIR(m) ? TPL_MAKE_DIR : TPL_MAKE_FILE;
+			break;
+		}
+		case MOP_TMPFS:
+		case MOP_PROC:
+		case MOP_DIR:
+			op->tpl_make = TPL_MAKE_DIR;
+			break;
+		case MOP_DEVPTS:
+			op->tpl_make = TPL_MAKE_DIR | TPL_MAKE_PTMX;
+			break;
+		case MOP_MASK:
+		case MOP_RO_REMOUNT:
+			break; /* only over what is there */
+		case MOP_SYMLINK:
+			return -1; /* (the plan has none of its own) */
+		}
+	}
+	return 0;
+}
+
+static void tpl_send(int sock, char kind, int fd, int32_t err, int32_t op)
+{
+	char msg[9] = {kind};
+	memcpy(msg + 1, &err, sizeof(err));
+	memcpy(msg + 5, &op, sizeof(op));
+	struct iovec iov = {msg, sizeof(msg)};
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr mh;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof(u));
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	if (sendmsg(sock, &mh, MSG_NOSIGNAL) < 0)
+		_exit(0); /* the supervisor is gone */
+}
+
+_Noreturn void mount_template_child(const struct mount_plan *plan, int sock)
+{
+	int r = scratch_root(), failed = -1, notes = 0, rootfd = -1;
+	if (r == 0 &&
+	    mount("tmpfs", NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
+		r = -errno;
+	if (r == 0 &&
+	    (rootfd = sys_openat2(AT_FDCWD, NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC, 0)) < 0)
+		r = rootfd;
+	verify_sources = true;
+	for (size_t i = 0; r == 0 && i < plan->n_ops; i++) {
+		const struct mount_op *op = &plan->ops[i];
+		if (op->tpl) {
+			r = do_op(op, rootfd, plan, &notes);
+		} else if (op->tpl_make) {
+			int fd =
+			    make_target(rootfd, op->dst, op->tpl_make & TPL_MAKE_FILE, plan->buf1);
+			r = fd < 0 ? fd : 0;
+			if (fd >= 0)
+				close(fd);
+			if (r == 0 && (op->tpl_make & TPL_MAKE_PTMX) &&
+			    (r = s_join(plan->buf2, NEWROOT, "/dev/ptmx")) == 0 &&
+			    symlink("pts/ptmx", plan->buf2) < 0 && errno != EEXIST)
+				r = -errno;
+		}
+		if (r < 0)
+			failed = (int)i;
+	}
+	/* Read-only at the superblock, the root and each tmpfs of the template: a sandbox that
+	 * got past its seccomp filter could remount its own mount of it read-write, but not the
+	 * superblock, which belongs to this user namespace, where no sandbox has a capability. */
+	if (r == 0 &&
+	    mount(NULL, NEWROOT, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) < 0)
+		r = -errno;
+	for (size_t i = 0; r == 0 && i < plan->n_ops; i++) {
+		const struct mount_op *op = &plan->ops[i];
+		if (!op->tpl || op->kind != MOP_TMPFS)
+			continue;
+		if ((r = s_join(plan->buf2, NEWROOT, op->dst)) == 0 &&
+		    mount(NULL, plan->buf2, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		          NULL) < 0)
+			r = -errno;
+		if (r < 0)
+			failed = (int)i;
+	}
+	if (rootfd >= 0)
+		close(rootfd);
+	if (r < 0) {
+		tpl_send(sock, 'E', -1, -r, failed);
+		_exit(1);
+	}
+	/* nothing more of the host is needed: the copies come from the new root */
+	if (umount2(OLDROOT, MNT_DETACH) < 0) {
+		tpl_send(sock, 'E', -1, errno, -1);
+		_exit(1);
+	}
+	/* two copies ahead, then one for each request */
+	for (int ahead = 2;;) {
+		while (ahead > 0) {
+			int t = sys_open_tree(AT_FDCWD, NEWROOT,
+			                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+			if (t < 0) {
+				tpl_send(sock, 'E', -1, -t, -1);
+				_exit(1);
+			}
+			tpl_send(sock, 'T', t, 0, 0);
+			close(t);
+			ahead--;
+		}
+		char c;
+		ssize_t n = read(sock, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(0);
+		ahead = 1;
+	}
 }

@@ -57,7 +57,17 @@ struct mount_op {
 	dev_t id_dev;
 	ino_t id_ino;
 	mode_t id_mode;
+	/* The mount template (DESIGN §18): tpl, this op is part of the system tree a template
+	 * holder builds once (the sandbox attaches a copy of it instead of doing the op);
+	 * tpl_make, what the template makes at dst for an op of the sandbox's own that lands
+	 * on the template's read-only tmpfs (TPL_MAKE_*; mount_template_prepare). */
+	bool tpl;
+	unsigned char tpl_make;
 };
+
+#define TPL_MAKE_DIR 1u  /* a directory (and its parents) */
+#define TPL_MAKE_FILE 2u /* an empty file (and its parents) */
+#define TPL_MAKE_PTMX 4u /* the /dev/ptmx symlink a devpts op makes */
 
 struct mount_plan {
 	struct mount_op *ops;
@@ -103,7 +113,19 @@ void mount_plan_free(struct mount_plan *plan);
  * for the root/pivot steps). */
 #define MOUNT_NOTE_OUTER_PROC 1 /* the outer /proc was bound read-only (proc_fallback) */
 #define NOTE_CGROUPNS_REFUSED 2 /* mode auto: the late cgroup namespace was refused (err) */
-int mount_setup_child(const struct mount_plan *plan, int wait_fd, int *failed_op, int *notes);
+int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, int *failed_op,
+                      int *notes);
+/* Parent: decide what a template of plan's system tree holds and what it must make for the
+ * sandbox's own ops (tpl_make), and take the identity of every template source that the
+ * plan has not (so the holder can check what it binds). 0, or -1 when plan cannot use a
+ * template (an op of its own would need a target the template cannot make). */
+int mount_template_prepare(struct mount_plan *plan);
+/* Child (the template holder, in a user and mount namespace of its own): build the template
+ * of plan (its tpl ops, checked against their identities, and the tpl_make targets) on a
+ * tmpfs made read-only at the superblock, then answer each byte read from sock with a
+ * detached recursive copy of it ('T' and the descriptor); 'E', an errno and the failed op's
+ * index if the build fails. Exits at EOF on sock. */
+_Noreturn void mount_template_child(const struct mount_plan *plan, int sock);
 
 /* ---- net.c ---------------------------------------------------------------------------- */
 

@@ -29,6 +29,10 @@ Standard library only. Environment:
                                call that was not served by the parked sandbox fails (125).
                                A call that cannot use one (stdin data), or a server that
                                builds none (no user namespace here), runs as usual.
+
+Every call whose sandbox has a mount namespace must also report that its tree is a copy of
+the server's mount template (the server's default; DESIGN §18): the battery's MCP doors run
+with the template, the CLI door without.
 """
 import json
 import os
@@ -396,6 +400,14 @@ def main():
         sys.stderr.write(log)
         die("the prebuilt door: the call was not served by the sandbox built ahead for it "
             "(prebuilt_ms %s)" % (None if res is None else res.get("prebuilt_ms")))
+    # The server takes every sandbox's system tree from its mount template (the default):
+    # the battery's calls must have run in such a copy wherever they had a mount namespace.
+    mnt = ((res or {}).get("isolation") or {}).get("mountns") or {}
+    if (mnt.get("applied") and "--mount-template" not in server_flags
+            and "a copy of a template" not in (mnt.get("detail") or "")):
+        sys.stderr.write(log)
+        die("the template door: the call's mount namespace was not a copy of the server's "
+            "mount template (%s)" % mnt.get("detail"))
     if res is None:
         # a refused argument: a tool error with only a text item
         text = "".join(c.get("text", "") for c in result.get("content", []))
