@@ -39,6 +39,7 @@ struct mtpl {
 	uint8_t key[32]; /* the running holder's */
 	bool have;       /* a holder runs (built, building, or failed unseen) */
 	bool ready;      /* it has sent a copy */
+	bool waited;     /* a launch has waited for its first copy */
 	uint64_t retry_at, spawned_at;
 	unsigned fails;
 	bool off;
@@ -75,7 +76,7 @@ static void holder_stop(struct mtpl *t)
 	}
 	t->sock = t->pidfd = -1;
 	t->pid = -1;
-	t->have = t->ready = false;
+	t->have = t->ready = t->waited = false;
 }
 
 void mtpl_free(struct mtpl *t)
@@ -125,8 +126,10 @@ int mtpl_take(struct mtpl *t, const uint8_t key[32])
 	mh.msg_control = u.buf;
 	mh.msg_controllen = sizeof(u.buf);
 	/* A holder that has not sent its first copy is building (a few milliseconds): the
-	 * launch waits for it, rather than build the same tree itself meanwhile. */
-	if (!t->ready) {
+	 * first launch waits for it, rather than build the same tree itself meanwhile (once: a
+	 * holder that is slower than that does not slow every launch down). */
+	if (!t->ready && !t->waited) {
+		t->waited = true;
 		struct pollfd pfd = {.fd = t->sock, .events = POLLIN};
 		while (poll(&pfd, 1, TPL_FIRST_WAIT_MS) < 0 && errno == EINTR)
 			;
@@ -146,7 +149,7 @@ int mtpl_take(struct mtpl *t, const uint8_t key[32])
 		t->fails = 0;
 		t->ready = true;
 		/* one more copy for the next launch (the holder makes it meanwhile) */
-		if (write(t->sock, "c", 1) != 1) {
+		if (send(t->sock, "c", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
 			/* gone: this copy still serves; the next take sees the EOF */
 		}
 		return fd;
@@ -171,7 +174,9 @@ int mtpl_take(struct mtpl *t, const uint8_t key[32])
 static _Noreturn void holder_main(const struct launch *L, int sock, int sync)
 {
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (dup3(sock, 3, O_CLOEXEC) < 0 || dup3(sync, 4, O_CLOEXEC) < 0)
+	/* to 3 and 4 by way of numbers above both (either may be 3 or 4 already) */
+	int s2 = fcntl(sock, F_DUPFD_CLOEXEC, 5), y2 = fcntl(sync, F_DUPFD_CLOEXEC, 5);
+	if (s2 < 0 || y2 < 0 || dup3(s2, 3, O_CLOEXEC) < 0 || dup3(y2, 4, O_CLOEXEC) < 0)
 		_exit(1);
 	syscall(SYS_close_range, 5, ~0U, 0);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -188,3 +188,24 @@ assert p.returncode == 125, p
 assert "--mount-template" in p.stderr and "expected on or off" in p.stderr, p.stderr
 PY
 }
+
+# A workspace outside /tmp lands on the template's read-only root: the template makes its
+# mount point (and the directories above it), and the workspace is there, writable, with the
+# file on the host afterwards.
+test_template_workspace_on_the_root() {
+	local w
+	w=$(mktemp -d -p /var/tmp corral-tplws.XXXXXX)
+	W="$w" template_py <<PY || fail "the MCP session failed (see the traceback above)"
+$TEMPLATE_PY_HEAD
+w = os.environ["W"]
+s = M.Server(M.corral_argv(["-w", w, "--audit", "off"]))
+s.initialize()
+r = s.call("run_command", {"command": "pwd; echo made > f; ls -d /var/tmp/*"})
+s.close()
+assert TPL in detail(r), detail(r)
+out = sc(r)["stdout"].splitlines()
+assert out[0] == w and out[1:] == [w], (out, sc(r)["stderr"])
+assert open(os.path.join(w, "f")).read() == "made\n"
+PY
+	rm -rf "$w"
+}

@@ -16,5 +16,6 @@ int main(void)
 	test_seccomp();
 	test_memory();
 	test_plankey();
+	test_template();
 	return t_failed ? 1 : 0;
 }

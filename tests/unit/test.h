@@ -25,4 +25,5 @@ void test_redact(void);
 void test_seccomp(void);
 void test_memory(void);
 void test_plankey(void);
+void test_template(void);
 #endif
