@@ -1609,26 +1609,48 @@ fail:
 	return r;
 }
 
+/* The plan as a run would build it now, with no host side effect: no placeholder made or
+ * held, no cgroup made, no private /tmp (a call's key is taken on its path; a parked sandbox
+ * already holds all of these). What the host would decide is predicted (a placeholder it
+ * would refuse, the cgroup as the last attempt went). With preflight, the policy's preflight
+ * runs first. 0 and *res set (dry_plan_end frees it), or an error. */
+static int dry_plan(const struct corral_config *cfg, struct launch *L, bool preflight,
+                    struct corral_result **res, struct corral_error *err)
+{
+	memset(L, 0, sizeof(*L));
+	L->cfg = cfg;
+	L->uid = getuid();
+	L->gid = getgid();
+	L->fd_fd3 = L->fd_ctl = L->fd_tpl = -1;
+	L->dry_run = L->key_only = true;
+	if (!(*res = result_new()))
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "plan", "out of memory");
+	int r = preflight ? policy_preflight(cfg, err) : 0;
+	if (r == 0)
+		r = plan_choose_layers(L, *res, err);
+	if (r == 0)
+		r = plan_prepare(L, *res, err);
+	return r;
+}
+
+static void dry_plan_end(struct launch *L, struct corral_result *res)
+{
+	free(L->private_tmp);
+	plan_release_protected(L->held, L->n_held);
+	plan_free(L);
+	corral_result_free(res);
+}
+
 int launch_template_warm(const struct corral_config *cfg)
 {
 	if (!cfg->mtpl)
 		return -1;
+	/* the template's part of a plan does not depend on what a real one would make or
+	 * hold on the host (placeholders, the cgroup) */
 	struct launch L;
-	memset(&L, 0, sizeof(L));
-	L.cfg = cfg;
-	L.uid = getuid();
-	L.gid = getgid();
-	L.fd_fd3 = L.fd_ctl = L.fd_tpl = -1;
-	/* a dry run, as for a plan key: the template's part of a plan does not depend on what
-	 * a real one would make or hold on the host (placeholders, the cgroup) */
-	L.dry_run = L.key_only = true;
-	struct corral_result *res = result_new();
-	if (!res)
-		return -1;
+	struct corral_result *res = NULL;
 	struct corral_error err = {0};
-	int r = plan_choose_layers(&L, res, &err);
-	if (r == 0)
-		r = plan_prepare(&L, res, &err);
+	int r = dry_plan(cfg, &L, false, &res, &err);
 	if (r == 0 && L.mountns && mount_template_prepare(&L.mounts) == 0) {
 		uint8_t tkey[32];
 		tpl_key_compute(&L, tkey);
@@ -1636,43 +1658,19 @@ int launch_template_warm(const struct corral_config *cfg)
 	} else if (r == 0) {
 		r = -1;
 	}
-	free(L.private_tmp);
-	plan_release_protected(L.held, L.n_held);
-	for (size_t i = 0; i < L.n_cg_join; i++)
-		free(L.cg_join_paths[i]);
-	plan_free(&L);
-	corral_result_free(res);
+	dry_plan_end(&L, res);
 	return r;
 }
 
 int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err)
 {
+	/* The preflight runs: a command the policy refuses never reaches a parked sandbox. */
 	struct launch L;
-	memset(&L, 0, sizeof(L));
-	L.cfg = cfg;
-	L.uid = getuid();
-	L.gid = getgid();
-	L.fd_fd3 = L.fd_ctl = L.fd_tpl = -1;
-	/* The plan as a run would build it now, with no host side effect: no placeholder made
-	 * or held, no cgroup made, no private /tmp (a call's key is taken on its path; a
-	 * parked sandbox already holds all of these). What the host would decide is predicted
-	 * (a placeholder it would refuse, the cgroup as the last attempt went). The preflight
-	 * still runs: a command the policy refuses never reaches a parked sandbox. */
-	L.dry_run = L.key_only = true;
-	struct corral_result *res = result_new();
-	if (!res)
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "plan", "out of memory");
-	int r = cfg->park ? 0 : policy_preflight(cfg, err);
-	if (r == 0)
-		r = plan_choose_layers(&L, res, err);
-	if (r == 0)
-		r = plan_prepare(&L, res, err);
+	struct corral_result *res = NULL;
+	int r = dry_plan(cfg, &L, !cfg->park, &res, err);
 	if (r == 0)
 		plan_key_compute(&L, key);
-	free(L.private_tmp);
-	plan_release_protected(L.held, L.n_held);
-	plan_free(&L);
-	corral_result_free(res);
+	dry_plan_end(&L, res);
 	return r;
 }
 

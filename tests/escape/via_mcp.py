@@ -274,6 +274,24 @@ def procs():
     return stats
 
 
+def alive(pid):
+    """Whether pid runs (not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone_soon(pids, timeout=5):
+    """pids that are still alive after timeout."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
 def parked(pid):
     """The server's parked sandboxes: children named corral-init, alive (not zombies), whose
     one child is their command process still waiting for its command (named corral-parked;

@@ -15,7 +15,7 @@ import os, time, json, mcp_client as M
 
 # parked sandboxes of a server pid: its children named corral-init, alive, whose one child
 # is named corral-parked (waiting for its command)
-from via_mcp import parked as parked_of, waiting as waiting_of
+from via_mcp import parked as parked_of, waiting as waiting_of, alive, gone_soon
 
 def wait_parked(s, before, timeout=10):
     """The server idles 10 ms, then builds: wait for a child it did not have in before (the
@@ -43,13 +43,6 @@ def gather_parked(s, n, timeout=10):
     assert len(got) >= n, got
     return got
 
-def gone_soon(pids, timeout=5):
-    """pids that are still alive after timeout."""
-    until = time.monotonic() + timeout
-    while time.monotonic() < until and any(alive(p) for p in pids):
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
-
 def server(*extra, prebuild=1):
     s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--prebuild", str(prebuild)]
                                + list(extra)))
@@ -59,12 +52,6 @@ def server(*extra, prebuild=1):
 def sc(r):
     return r["structuredContent"]
 
-def alive(pid):
-    try:
-        st = open("/proc/%d/stat" % pid).read()
-    except OSError:
-        return False
-    return st.rsplit(")", 1)[1].split()[0] != "Z"
 '
 
 # One parked sandbox per call, never reused: what a call leaves in its private /tmp is not in

@@ -12,7 +12,7 @@ template_py() {
 
 TEMPLATE_PY_HEAD='
 import os, signal, subprocess, time, json, mcp_client as M
-from via_mcp import procs
+from via_mcp import procs, alive, gone_soon
 
 def server(*extra, argv=None):
     s = M.Server(argv or M.corral_argv(["-w", os.environ["WS"], "--audit", "off"] + list(extra)))
@@ -29,19 +29,6 @@ def holders(pid):
     """The server children named corral-template (alive)."""
     return {p for p, (name, state, ppid) in procs().items()
             if ppid == pid and name == "corral-template" and state != "Z"}
-
-def alive(pid):
-    try:
-        st = open("/proc/%d/stat" % pid).read()
-    except OSError:
-        return False
-    return st.rsplit(")", 1)[1].split()[0] != "Z"
-
-def gone_soon(pids, timeout=5):
-    until = time.monotonic() + timeout
-    while time.monotonic() < until and any(alive(p) for p in pids):
-        time.sleep(0.05)
-    return [p for p in pids if alive(p)]
 
 TPL = "a copy of a template shared read-only (superblock) between sandboxes"
 '
