@@ -1095,6 +1095,17 @@ static void key_rule_identity(struct sha256_ctx *h, const struct launch *L, cons
 	key_identity(h, stat(path, &st), &st);
 }
 
+/* A mount op as the child will carry it out. */
+static void key_op(struct sha256_ctx *h, const struct mount_op *op)
+{
+	key_u64(h, (uint64_t)op->kind);
+	key_str(h, op->src);
+	key_str(h, op->dst);
+	key_u64(h, (uint64_t)op->optional);
+	key_u64(h, (uint64_t)op->no_symlinks);
+	key_u64(h, op->size);
+}
+
 static void plan_key_compute(const struct launch *L, uint8_t out[32])
 {
 	const struct corral_config *cfg = L->cfg;
@@ -1124,12 +1135,7 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	key_u64(&h, L->mounts.n_ops);
 	for (size_t i = 0; i < L->mounts.n_ops; i++) {
 		const struct mount_op *op = &L->mounts.ops[i];
-		key_u64(&h, (uint64_t)op->kind);
-		key_str(&h, op->src);
-		key_str(&h, op->dst);
-		key_u64(&h, (uint64_t)op->optional);
-		key_u64(&h, (uint64_t)op->no_symlinks);
-		key_u64(&h, op->size);
+		key_op(&h, op);
 		key_u64(&h, op->ll_access);
 		/* every source a mount takes from the host, and every path a mask hides (its
 		 * existence decides whether it is masked at all) */
@@ -1191,12 +1197,7 @@ void tpl_key_compute(const struct launch *L, uint8_t out[32])
 	for (size_t i = 0; i < L->mounts.n_ops; i++) {
 		const struct mount_op *op = &L->mounts.ops[i];
 		if (op->tpl) {
-			key_u64(&h, (uint64_t)op->kind);
-			key_str(&h, op->src);
-			key_str(&h, op->dst);
-			key_u64(&h, (uint64_t)op->optional);
-			key_u64(&h, (uint64_t)op->no_symlinks);
-			key_u64(&h, op->size);
+			key_op(&h, op);
 			key_u64(&h, op->has_id);
 			if (op->has_id)
 				key_op_identity(&h, op);
