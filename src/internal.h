@@ -323,7 +323,6 @@ int corral_session_copy_isolation(const corral_session *s, struct corral_result 
  * mtpl to it and its launches take copies of the system tree. */
 struct mtpl *mtpl_new(void);
 void mtpl_free(struct mtpl *t);                    /* kills and reaps the holder */
-pid_t mtpl_holder_pid(const struct mtpl *t);       /* -1: none */
 const char *mtpl_off_reason(const struct mtpl *t); /* non-NULL: given up, and why */
 
 #endif

@@ -233,18 +233,14 @@ void plan_record_layers(const struct launch *L, struct corral_result *res)
 	if (!L->want_cg && !L->cfg->limits[CORRAL_LIMIT_CPUS] && !plan_test_disabled("cgroup"))
 		record(res, "cgroup", false, cg_not_needed(L));
 	record(res, "userns", L->userns, L->userns ? "uid and gid mapped 1:1" : skip);
-	record(res, "mountns", L->mountns,
-	       !L->mountns ? skip
-	       : L->tpl_used
-	           ? (L->cfg->workspace_ro
-	                  ? "tmpfs root, system read-only, workspace read-only; root and system "
-	                    "tree a copy of a template shared read-only (superblock) between "
-	                    "sandboxes"
-	                  : "tmpfs root, system read-only, workspace read-write; root and system "
-	                    "tree a copy of a template shared read-only (superblock) between "
-	                    "sandboxes")
-	       : L->cfg->workspace_ro ? "tmpfs root, system read-only, workspace read-only"
-	                              : "tmpfs root, system read-only, workspace read-write");
+	/* (a server's sandboxes: their root and system tree are a copy of its mount template) */
+	char md[240];
+	snprintf(md, sizeof(md), "tmpfs root, system read-only, workspace %s%s",
+	         L->cfg->workspace_ro ? "read-only" : "read-write",
+	         L->tpl_used ? "; root and system tree a copy of a template shared read-only "
+	                       "(superblock) between sandboxes"
+	                     : "");
+	record(res, "mountns", L->mountns, L->mountns ? md : skip);
 	record(res, "pidns", L->pidns, L->pidns ? "own pid space, init as pid 1" : skip);
 	if (L->cfg->net == CORRAL_NET_HOST) {
 		record(res, "netns", false, "host network (--net host)");

@@ -87,11 +87,6 @@ void mtpl_free(struct mtpl *t)
 	free(t);
 }
 
-pid_t mtpl_holder_pid(const struct mtpl *t)
-{
-	return t && t->have ? t->pid : -1;
-}
-
 const char *mtpl_off_reason(const struct mtpl *t)
 {
 	return t && t->off ? t->why : NULL;
