@@ -35,9 +35,8 @@
 
 struct mtpl {
 	pid_t pid;
-	int pidfd, sock;
+	int pidfd, sock; /* pidfd >= 0: a holder runs (built, building, or failed unseen) */
 	uint8_t key[32]; /* the running holder's */
-	bool have;       /* a holder runs (built, building, or failed unseen) */
 	bool ready;      /* it has sent a copy */
 	bool waited;     /* a launch has waited for its first copy */
 	uint64_t retry_at, spawned_at;
@@ -76,7 +75,7 @@ static void holder_stop(struct mtpl *t)
 	}
 	t->sock = t->pidfd = -1;
 	t->pid = -1;
-	t->have = t->ready = t->waited = false;
+	t->ready = t->waited = false;
 }
 
 void mtpl_free(struct mtpl *t)
@@ -106,7 +105,7 @@ static void holder_failed(struct mtpl *t, const char *what, int e, int op)
 
 int mtpl_take(struct mtpl *t, const uint8_t key[32])
 {
-	if (!t || t->off || !t->have || memcmp(key, t->key, 32))
+	if (!t || t->off || t->pidfd < 0 || memcmp(key, t->key, 32))
 		return -1;
 	char msg[9];
 	struct iovec iov = {msg, sizeof(msg)};
@@ -195,13 +194,13 @@ void mtpl_offer(struct mtpl *t, const struct launch *L, const uint8_t key[32])
 	if (!t || t->off)
 		return;
 	uint64_t now = mono_ms();
-	if (t->have && !memcmp(key, t->key, 32))
+	if (t->pidfd >= 0 && !memcmp(key, t->key, 32))
 		return; /* this key's holder is building */
 	if (now < t->retry_at)
 		return;
 	/* a new key replaces the holder, but not more often than TPL_RETRY_MS: plans that
 	 * alternate would otherwise rebuild at every launch */
-	if (t->have && now < t->spawned_at + TPL_RETRY_MS)
+	if (t->pidfd >= 0 && now < t->spawned_at + TPL_RETRY_MS)
 		return;
 	holder_stop(t);
 	int sv[2], sp[2];
@@ -242,9 +241,17 @@ void mtpl_offer(struct mtpl *t, const struct launch *L, const uint8_t key[32])
 		holder_failed(t, "clone of the template holder", e, -1);
 		return;
 	}
+	if (pidfd <
+	    0) { /* (a clone without CLONE_PIDFD: not kept, as it could not be waited for) */
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
+			;
+		close(sp[1]);
+		holder_failed(t, "clone of the template holder", ENOSYS, -1);
+		return;
+	}
 	t->pid = pid;
 	t->pidfd = pidfd;
-	t->have = true;
 	memcpy(t->key, key, 32);
 	t->spawned_at = now;
 	const char *which = "";
