@@ -241,8 +241,8 @@ void mtpl_offer(struct mtpl *t, const struct launch *L, const uint8_t key[32])
 		holder_failed(t, "clone of the template holder", e, -1);
 		return;
 	}
-	if (pidfd <
-	    0) { /* (a clone without CLONE_PIDFD: not kept, as it could not be waited for) */
+	/* a clone without CLONE_PIDFD: not kept, as it could not be waited for */
+	if (pidfd < 0) {
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, __WALL) < 0 && errno == EINTR)
 			;
