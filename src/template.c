@@ -91,6 +91,16 @@ const char *mtpl_off_reason(const struct mtpl *t)
 	return t && t->off ? t->why : NULL;
 }
 
+/* No descriptor left for a new holder's socket or pipe: the server's trouble, which passes;
+ * not counted as the holder's failure (the template is not turned off for it). */
+static bool no_room(struct mtpl *t, int e)
+{
+	if (e != EMFILE && e != ENFILE)
+		return false;
+	t->retry_at = mono_ms() + TPL_RETRY_MS;
+	return true;
+}
+
 static void holder_failed(struct mtpl *t, const char *what, int e, int op)
 {
 	if (op >= 0)
@@ -147,6 +157,15 @@ int mtpl_take(struct mtpl *t, const uint8_t key[32])
 			/* gone: this copy still serves; the next take sees the EOF */
 		}
 		return fd;
+	}
+	if (n == (ssize_t)sizeof(msg) && msg[0] == 'T' && (mh.msg_flags & MSG_CTRUNC)) {
+		/* A copy came without its descriptor: this process had none left (EMFILE). The
+		 * server's trouble, not the holder's: not a failure, and another copy is asked
+		 * for in place of the lost one. */
+		if (send(t->sock, "c", 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1) {
+			/* gone: the next take sees the EOF */
+		}
+		return -1;
 	}
 	if (fd >= 0)
 		close(fd);
@@ -205,14 +224,16 @@ void mtpl_offer(struct mtpl *t, const struct launch *L, const uint8_t key[32])
 	holder_stop(t);
 	int sv[2], sp[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		holder_failed(t, "socketpair", errno, -1);
+		if (!no_room(t, errno))
+			holder_failed(t, "socketpair", errno, -1);
 		return;
 	}
 	if (pipe2(sp, O_CLOEXEC) < 0) {
 		int e = errno;
 		close(sv[0]);
 		close(sv[1]);
-		holder_failed(t, "pipe", e, -1);
+		if (!no_room(t, e))
+			holder_failed(t, "pipe", e, -1);
 		return;
 	}
 	struct clone_args args;

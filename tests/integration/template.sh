@@ -196,3 +196,35 @@ assert open(os.path.join(w, "f")).read() == "made\n"
 PY
 	rm -rf "$w"
 }
+
+# Out of descriptors is the server's trouble, not the holder's: calls refused with EMFILE (a
+# copy received without room for its descriptor, no room for a new holder's socket) leave
+# the template on, and once descriptors are back the next call takes a copy again. (It was
+# turned off after three such "failures", for good; with --prebuild, whose host cache holds
+# two more descriptors, test_mcp_spawn_failure_is_tool_error's rounds did it.)
+test_template_survives_descriptor_exhaustion() {
+	template_py <<PY || fail "the MCP session failed (see the traceback above)"
+$TEMPLATE_PY_HEAD
+import resource
+def lower():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (24, 4096))
+for extra in ([], ["--prebuild", "2"]):
+    # (the audit store on, as by default: its three descriptors are part of the squeeze)
+    s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-concurrent", "8"] + extra),
+                 preexec_fn=lower)
+    s.initialize()
+    emfile = 0
+    for round in range(4):
+        ids = [s.call_async("run_command", {"command": "true"}) for _ in range(8)]
+        for i in ids:
+            r = s.response(i, timeout=30)["result"]
+            emfile += r["isError"] and "Too many open files" in M.text_of(r)
+    assert emfile >= 8, (extra, emfile)
+    resource.prlimit(s.proc.pid, resource.RLIMIT_NOFILE, (1024, 4096))
+    r = s.call("run_command", {"command": "true"})
+    assert TPL in detail(r), (extra, detail(r))
+    assert s.close() == 0
+    err = s.stderr_text.decode()
+    assert "mount template off" not in err, (extra, err)
+PY
+}
