@@ -220,8 +220,11 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
  * limits, environment, cwd), and nothing of the command (argv). The plan is a dry run: the
  * policy's preflight runs, but nothing is made or held on the host (no placeholder, cgroup
  * or private /tmp; the cgroup is taken to be as the process's last attempt had it); no
- * sandbox is made. Two configs with equal keys get the same sandbox. */
-int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err);
+ * sandbox is made. Two configs with equal keys get the same sandbox. With hc (hcache.h),
+ * what the plan looks at on the host is taken from that cache where it holds it. */
+struct hcache;
+int launch_plan_key(const struct corral_config *cfg, struct hcache *hc, uint8_t key[32],
+                    struct corral_error *err);
 /* With cfg->mtpl set: start a template holder for cfg's plan now (a dry run of the plan), so
  * that the first launch finds it. 0, or -1 (no mount namespace for cfg, or no template). */
 int launch_template_warm(const struct corral_config *cfg);

@@ -101,6 +101,7 @@ enum {
 	CFD_N = 8
 };
 
+#include "hcache.h"
 #include "launch.h"
 /* ---- the child ------------------------------------------------------------------------ */
 
@@ -1068,7 +1069,7 @@ static void key_identity(struct sha256_ctx *h, int rc, const struct stat *st)
 
 /* The identity of a mount op's source as the plan saw it a moment ago (an lstat, kept in
  * the op), or as an lstat sees it now. */
-static void key_op_identity(struct sha256_ctx *h, const struct mount_op *op)
+static void key_op_identity(struct sha256_ctx *h, const struct launch *L, const struct mount_op *op)
 {
 	if (op->has_id) {
 		key_u64(h, (uint64_t)op->id_dev);
@@ -1077,7 +1078,7 @@ static void key_op_identity(struct sha256_ctx *h, const struct mount_op *op)
 		return;
 	}
 	struct stat st;
-	key_identity(h, lstat(op->src, &st), &st);
+	key_identity(h, hc_lstat(L->hc, op->src, &st), &st);
 }
 
 /* The identity of a Landlock rule's path (a stat): a mount op whose source is the same host
@@ -1087,12 +1088,12 @@ static void key_rule_identity(struct sha256_ctx *h, const struct launch *L, cons
 	for (size_t i = 0; i < L->mounts.n_ops; i++) {
 		const struct mount_op *op = &L->mounts.ops[i];
 		if (op->has_id && !S_ISLNK(op->id_mode) && op->src && !strcmp(op->src, path)) {
-			key_op_identity(h, op);
+			key_op_identity(h, L, op);
 			return;
 		}
 	}
 	struct stat st;
-	key_identity(h, stat(path, &st), &st);
+	key_identity(h, hc_stat(L->hc, path, &st), &st);
 }
 
 /* A mount op as the child will carry it out. */
@@ -1129,7 +1130,7 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	key_str(&h, cfg->workspace);
 	key_str(&h, L->cwd);
 	struct stat st;
-	key_identity(&h, stat(cfg->workspace, &st), &st);
+	key_identity(&h, hc_stat(L->hc, cfg->workspace, &st), &st);
 	/* the mounts, in order; the identity of every source that is writable or inside the
 	 * workspace (pins, protected paths, placeholders) */
 	key_u64(&h, L->mounts.n_ops);
@@ -1140,9 +1141,9 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 		/* every source a mount takes from the host, and every path a mask hides (its
 		 * existence decides whether it is masked at all) */
 		if (op->src && op->kind != MOP_SYMLINK)
-			key_op_identity(&h, op);
+			key_op_identity(&h, L, op);
 		if (op->kind == MOP_MASK && op->dst)
-			key_identity(&h, lstat(op->dst, &st), &st);
+			key_identity(&h, hc_lstat(L->hc, op->dst, &st), &st);
 	}
 	key_str(&h, L->mounts.cwd);
 	key_u64(&h, (uint64_t)L->mounts.proc_fallback);
@@ -1163,7 +1164,7 @@ static void plan_key_compute(const struct launch *L, uint8_t out[32])
 	key_u64(&h, L->n_exec_files);
 	for (size_t i = 0; i < L->n_exec_files; i++) {
 		key_str(&h, L->exec_files[i]);
-		key_identity(&h, stat(L->exec_files[i], &st), &st);
+		key_identity(&h, hc_stat(L->hc, L->exec_files[i], &st), &st);
 	}
 	/* rlimits, environment, PATH */
 	key_u64(&h, L->rl.n);
@@ -1200,7 +1201,7 @@ void tpl_key_compute(const struct launch *L, uint8_t out[32])
 			key_op(&h, op);
 			key_u64(&h, op->has_id);
 			if (op->has_id)
-				key_op_identity(&h, op);
+				key_op_identity(&h, L, op);
 		} else if (op->tpl_make) {
 			key_u64(&h, (uint64_t)op->tpl_make);
 			key_str(&h, op->dst);
@@ -1615,11 +1616,12 @@ fail:
  * already holds all of these). What the host would decide is predicted (a placeholder it
  * would refuse, the cgroup as the last attempt went). With preflight, the policy's preflight
  * runs first. 0 and *res set (dry_plan_end frees it), or an error. */
-static int dry_plan(const struct corral_config *cfg, struct launch *L, bool preflight,
-                    struct corral_result **res, struct corral_error *err)
+static int dry_plan(const struct corral_config *cfg, struct hcache *hc, struct launch *L,
+                    bool preflight, struct corral_result **res, struct corral_error *err)
 {
 	memset(L, 0, sizeof(*L));
 	L->cfg = cfg;
+	L->hc = hc;
 	L->uid = getuid();
 	L->gid = getgid();
 	L->fd_fd3 = L->fd_ctl = L->fd_tpl = -1;
@@ -1651,7 +1653,7 @@ int launch_template_warm(const struct corral_config *cfg)
 	struct launch L;
 	struct corral_result *res = NULL;
 	struct corral_error err = {0};
-	int r = dry_plan(cfg, &L, false, &res, &err);
+	int r = dry_plan(cfg, NULL, &L, false, &res, &err);
 	if (r == 0 && L.mountns && mount_template_prepare(&L.mounts) == 0) {
 		uint8_t tkey[32];
 		tpl_key_compute(&L, tkey);
@@ -1663,12 +1665,14 @@ int launch_template_warm(const struct corral_config *cfg)
 	return r;
 }
 
-int launch_plan_key(const struct corral_config *cfg, uint8_t key[32], struct corral_error *err)
+int launch_plan_key(const struct corral_config *cfg, struct hcache *hc, uint8_t key[32],
+                    struct corral_error *err)
 {
 	/* The preflight runs: a command the policy refuses never reaches a parked sandbox. */
 	struct launch L;
 	struct corral_result *res = NULL;
-	int r = dry_plan(cfg, &L, !cfg->park, &res, err);
+	hcache_sync(hc);
+	int r = dry_plan(cfg, hc, &L, !cfg->park, &res, err);
 	if (r == 0)
 		plan_key_compute(&L, key);
 	dry_plan_end(&L, res);

@@ -1,6 +1,7 @@
 /* Parent-side preparation of a launch: which layers apply, the mount plan, the Landlock
  * rules that mirror it, the environment, the limits. Everything here may allocate; the child
  * only reads the result. */
+#include "hcache.h"
 #include "launch.h"
 
 #include <dirent.h>
@@ -792,7 +793,7 @@ static int parent_lstat(struct launch *L, const char *parent, struct stat *st)
 	struct ph_parent *c = &L->ph_parent;
 	if (!c->path[0] || strcmp(c->path, parent) != 0) {
 		snprintf(c->path, sizeof(c->path), "%s", parent);
-		c->lstat_err = lstat(parent, &c->st) < 0 ? errno : 0;
+		c->lstat_err = hc_lstat(L->hc, parent, &c->st) < 0 ? errno : 0;
 		c->access_err = -1;
 	}
 	*st = c->st;
@@ -805,8 +806,7 @@ static int parent_access(struct launch *L)
 {
 	struct ph_parent *c = &L->ph_parent;
 	if (c->access_err < 0)
-		c->access_err =
-		    faccessat(AT_FDCWD, c->path, W_OK | X_OK, AT_EACCESS) < 0 ? errno : 0;
+		c->access_err = hc_access(L->hc, c->path, W_OK | X_OK) < 0 ? errno : 0;
 	return c->access_err;
 }
 
@@ -821,7 +821,7 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 	for (int round = 0;; round++) {
 		bool created = false;
 		struct stat st;
-		if (lstat(path, &st) == 0) {
+		if (hc_lstat(L->hc, path, &st) == 0) {
 			if (S_ISLNK(st.st_mode))
 				return symlink_refused(err, path, NULL, origin);
 		} else {
@@ -978,7 +978,7 @@ static int protect_rel(struct launch *L, const char *rel, bool is_dir, int how,
 		if (strv_covers(L->req.protect, L->req.n_protect, path))
 			return 0; /* read-only already */
 		struct stat st;
-		if (lstat(path, &st) < 0 || is_empty_dir(path, &st))
+		if (hc_lstat(L->hc, path, &st) < 0 || is_empty_dir(path, &st))
 			return how & PROT_MAKE_MISSING ? add_protected(L, path, true, 0, origin, err)
 			                               : 0;
 		if (S_ISLNK(st.st_mode)) {
@@ -1583,6 +1583,7 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 		return r;
 	if ((r = plan_protected_set(L, err)) < 0)
 		return r;
+	q->hc = L->hc;
 	q->workspace = cfg->workspace;
 	q->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
 	q->tmpfs_size = cfg->limits[CORRAL_LIMIT_TMPFS] ? cfg->limits[CORRAL_LIMIT_TMPFS]

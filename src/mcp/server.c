@@ -13,6 +13,7 @@
  * warning on stderr, never a call. */
 #include "mcp/mcp.h"
 #include "audit.h"
+#include "hcache.h"
 #include "internal.h"
 
 #include <dirent.h>
@@ -200,6 +201,7 @@ struct server {
 	char exe_path[PATH_MAX];  /* this binary, as /proc/self/maps names it */
 	struct mtpl *mtpl;        /* the mount template's holder (NULL: off) */
 	bool mtpl_said_off;       /* its failure has been logged */
+	struct hcache *hc;        /* --prebuild: what the calls' plan keys look at (hcache.h) */
 	uint64_t pool_wait_until; /* no room for another (descriptors): not before this */
 	uint64_t replied_at;      /* monotonic ms of the latest reply to a call */
 	bool pool_b2b;            /* the latest call came back to back (within POOL_IDLE_MS) */
@@ -1059,7 +1061,7 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 		return NULL;
 	uint8_t key[32];
 	struct corral_error err = {0};
-	if (launch_plan_key(cfg, key, &err) < 0) {
+	if (launch_plan_key(cfg, s->hc, key, &err) < 0) {
 		/* out of descriptors: the parked sandboxes hold some; give them back first */
 		if (err.sys_errno == EMFILE || err.sys_errno == ENFILE) {
 			pool_drop(s);
@@ -2938,6 +2940,10 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		o->base->mtpl = s.mtpl;
 		launch_template_warm(o->base);
 	}
+	/* --prebuild: each call's plan key looks at the host through a cache that inotify
+	 * keeps true (DESIGN §18); without one (no inotify instance left) it looks itself. */
+	if (o->prebuild)
+		s.hc = hcache_new();
 	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent run calls, "
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
@@ -2952,6 +2958,8 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		mtpl_free(s.mtpl);
 		s.mtpl = NULL;
 	}
+	hcache_free(s.hc);
+	s.hc = NULL;
 	logmsg("shut down (%s)", s.stop_reason ? s.stop_reason : "error");
 	audit_stop(&s);
 	teardown(&s, &old);

@@ -8,6 +8,7 @@
  * Targets are resolved with openat2(RESOLVE_NO_SYMLINKS) below the new root, so a symlink
  * planted in the workspace cannot redirect a later mount (the CVE-2024-42472 class).
  */
+#include "hcache.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
 
@@ -105,14 +106,14 @@ static int plan_add_seen(struct mount_plan *p, size_t *cap, enum mount_op_kind k
 
 /* Add a top-level system path: a directory is bound read-only; a symlink (merged /usr:
  * /bin -> usr/bin) is recreated as the same symlink. */
-static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
+static int plan_system(struct mount_plan *p, size_t *cap, struct hcache *hc, const char *path)
 {
 	struct stat st;
-	if (lstat(path, &st) < 0)
+	if (hc_lstat(hc, path, &st) < 0)
 		return 0;
 	if (S_ISLNK(st.st_mode)) {
 		char target[PATH_MAX];
-		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		ssize_t n = hc_readlink(hc, path, target, sizeof(target) - 1);
 		if (n <= 0)
 			return 0;
 		target[n] = 0;
@@ -126,13 +127,14 @@ static int plan_system(struct mount_plan *p, size_t *cap, const char *path)
 /* What the dynamic loader needs from /etc; nothing else for the "strict" profile. */
 static const char *const etc_minimal[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d"};
 
-static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *names, size_t n)
+static int plan_etc_list(struct mount_plan *p, size_t *cap, struct hcache *hc,
+                         const char *const *names, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		struct stat st;
 		snprintf(path, sizeof(path), "/etc/%s", names[i]);
-		if (lstat(path, &st) < 0)
+		if (hc_lstat(hc, path, &st) < 0)
 			continue;
 		const char *src = path;
 		char *real = NULL;
@@ -140,8 +142,8 @@ static int plan_etc_list(struct mount_plan *p, size_t *cap, const char *const *n
 			/* resolv.conf and localtime are often symlinks into /run or /usr: bind what
 			 * they point to, at the /etc name, so no host path outside the plan has to
 			 * exist in the sandbox. */
-			real = realpath(path, NULL);
-			if (!real || stat(real, &st) < 0) {
+			real = hc_realpath(hc, path);
+			if (!real || hc_stat(hc, real, &st) < 0) {
 				free(real);
 				continue;
 			}
@@ -238,10 +240,11 @@ int mount_plan_build(struct mount_plan *plan, const struct mount_request *req,
 	static const char *const system[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32",
 	                                     "/lib64", "/libx32"};
 	for (size_t i = 0; i < ARRAY_SIZE(system); i++)
-		if (plan_system(plan, &cap, system[i]) < 0)
+		if (plan_system(plan, &cap, req->hc, system[i]) < 0)
 			goto oom;
-	if (req->etc_minimal ? plan_etc_list(plan, &cap, etc_minimal, ARRAY_SIZE(etc_minimal))
-	                     : plan_etc_list(plan, &cap, etc_allow, ARRAY_SIZE(etc_allow)) < 0)
+	if (req->etc_minimal
+	        ? plan_etc_list(plan, &cap, req->hc, etc_minimal, ARRAY_SIZE(etc_minimal))
+	        : plan_etc_list(plan, &cap, req->hc, etc_allow, ARRAY_SIZE(etc_allow)) < 0)
 		goto oom;
 	if (plan_add(plan, &cap, MOP_TMPFS, NULL, "/dev", 0, 0, 1u << 20) < 0)
 		goto oom;

@@ -82,6 +82,7 @@ struct mount_plan {
 /* What the plan must contain beyond the defaults. Paths are absolute host paths, resolved by
  * the caller (symlinks in the existing part resolved). */
 struct mount_request {
+	struct hcache *hc; /* the plan's look at the host, cached (hcache.h); NULL: none */
 	const char *workspace, *cwd;
 	uint64_t tmpfs_size;
 	int workspace_ro, etc_minimal;

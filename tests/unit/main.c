@@ -16,6 +16,7 @@ int main(void)
 	test_seccomp();
 	test_memory();
 	test_plankey();
+	test_hcache();
 	test_template();
 	return t_failed ? 1 : 0;
 }

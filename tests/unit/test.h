@@ -26,4 +26,5 @@ void test_seccomp(void);
 void test_memory(void);
 void test_plankey(void);
 void test_template(void);
+void test_hcache(void);
 #endif
