@@ -26,7 +26,6 @@
  * (a directory's size and link count, and all times, change with entries it holds or reads
  * and writes nobody watches); the plan uses nothing else. */
 #include "hcache.h"
-#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -586,6 +585,12 @@ static char *resolve(struct hcache *c, const char *path, bool follow_last)
 		ol += cl;
 		out[ol] = 0;
 		r += cl;
+		/* known not to be held (procfs, say): the kernel answers, without a look here */
+		const struct hc_ent *known = find(c, HC_LSTAT, 0, out, hash_of(HC_LSTAT, 0, out));
+		if (known && known->real) {
+			c->misses++;
+			return NULL;
+		}
 		struct stat st;
 		if (p_lstat(c, out, &st) < 0 || !kept(c, HC_LSTAT, out))
 			return NULL;

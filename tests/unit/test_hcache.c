@@ -183,18 +183,13 @@ static int tree(void)
 	return r ? -1 : 0;
 }
 
-static void stats_now(struct hcache *c, struct hcache_stats *s)
-{
-	hcache_stats(c, s);
-}
-
 /* One change, then: the cache answers as the kernel does, and (when flush) it saw it. */
 static void after(struct hcache *c, const char *name, int change_rc, bool flush)
 {
 	struct hcache_stats s0, s1;
-	stats_now(c, &s0);
+	hcache_stats(c, &s0);
 	hcache_sync(c);
-	stats_now(c, &s1);
+	hcache_stats(c, &s1);
 	char what[200];
 	snprintf(what, sizeof(what), "hcache: after %s, every look is the kernel's", name);
 	CHECK(what, change_rc == 0 && mismatches(c, name) == 0);
@@ -244,11 +239,11 @@ static int child_main(bool as_nobody)
 	snprintf(what, sizeof(what), "hcache: the first looks are the kernel's%s", who);
 	CHECK(what, mismatches(c, "first") == 0);
 	struct hcache_stats s0, s1;
-	stats_now(c, &s0);
+	hcache_stats(c, &s0);
 	hcache_sync(c);
 	snprintf(what, sizeof(what), "hcache: the same looks again are the kernel's%s", who);
 	CHECK(what, mismatches(c, "again") == 0);
-	stats_now(c, &s1);
+	hcache_stats(c, &s1);
 	snprintf(what, sizeof(what),
 	         "hcache: looked at again, answered from the cache (hits %lu -> %lu)%s", s0.hits,
 	         s1.hits, who);
@@ -282,10 +277,10 @@ static int child_main(bool as_nobody)
 		after(c, "a write through the other link", put("h/g2", "longer content"), true);
 		after(c, "a chmod through the other link", mode("h/g2", 0600), true);
 		/* another name in a watched directory: not about anything kept */
-		stats_now(c, &s0);
+		hcache_stats(c, &s0);
 		int rc = put("d/unrelated", "x") | rm("d/unrelated");
 		hcache_sync(c);
-		stats_now(c, &s1);
+		hcache_stats(c, &s1);
 		CHECK("hcache: another name in a watched directory keeps the cache",
 		      rc == 0 && s1.flushes == s0.flushes && mismatches(c, "unrelated") == 0);
 		/* a mount, which inotify does not see */
@@ -297,7 +292,7 @@ static int child_main(bool as_nobody)
 		/* more events than the queue holds (16384 by default), all about other names */
 		char junk[PATH_MAX];
 		full("d/junk", junk);
-		stats_now(c, &s0);
+		hcache_stats(c, &s0);
 		int made = 0;
 		for (int i = 0; i < 9000; i++) {
 			int fd = open(junk, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -313,7 +308,7 @@ static int child_main(bool as_nobody)
 			fclose(q);
 		}
 		hcache_sync(c);
-		stats_now(c, &s1);
+		hcache_stats(c, &s1);
 		if (qmax > 0 && qmax < 2 * made)
 			CHECK("hcache: an overflowed event queue starts the cache over",
 			      s1.flushes > s0.flushes && mismatches(c, "overflow") == 0);

@@ -60,10 +60,9 @@ static void cached_step(corral_config *cfg, struct hcache *hc, const char *what,
 	*prev = kc;
 }
 
-static int in_ws(const char *ws, const char *rel, char out[PATH_MAX])
+static void in_ws(const char *ws, const char *rel, char out[PATH_MAX])
 {
 	snprintf(out, PATH_MAX, "%s/%s", ws, rel);
-	return 0;
 }
 
 static void cached_keys(corral_config *cfg, const char *ws, const char *alt)
