@@ -41,6 +41,11 @@
 
 #define AUDIT_STMT_CACHE 8
 
+struct chain_state {
+	int64_t head_seq, anchor_seq;
+	char head_hash[65], anchor_hash[65];
+};
+
 struct audit {
 	sqlite3 *db;
 	char *path;
@@ -53,6 +58,10 @@ struct audit {
 	bool prune_due;     /* deferred: a retention boundary was crossed */
 	uint64_t missed;    /* writes that failed (or were skipped) since the last success */
 	char missed_error[sizeof(((struct corral_error *)0)->message)];
+	/* in a write transaction: the chain's head, read once under its lock (head_known) and
+	 * moved by each row appended */
+	struct chain_state head;
+	bool head_known;
 	/* the write path's statements, prepared once per handle (a server writes one record
 	 * per call: preparing five statements each time was a fifth of the record's cost) */
 	struct {
@@ -645,11 +654,6 @@ uint64_t audit_missed(const struct audit *a)
 
 /* ---- writing -------------------------------------------------------------------------- */
 
-struct chain_state {
-	int64_t head_seq, anchor_seq;
-	char head_hash[65], anchor_hash[65];
-};
-
 static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
 {
 	sqlite3_stmt *st;
@@ -677,16 +681,27 @@ static int chain_read(struct audit *a, struct chain_state *c, struct corral_erro
 	return store_error(a->path, a->db, rc, "read the chain head", err);
 }
 
+/* The chain's head in a write transaction: read at its first use (the transaction holds the
+ * write lock, so no other writer moves it meanwhile), then kept and moved by chain_append:
+ * one read per record rather than one per row and one more at the commit. */
+static int head_of(struct audit *a, struct corral_error *err)
+{
+	if (!a->head_known && chain_read(a, &a->head, err) < 0)
+		return err->code;
+	a->head_known = true;
+	return 0;
+}
+
 /* Append one row to the chain: v[0] (seq) and v[n-1] (prev_hash) are filled here. Must run
  * inside a BEGIN IMMEDIATE transaction. */
 static int chain_append(struct audit *a, const struct table *t, struct val *v,
                         struct corral_error *err)
 {
-	struct chain_state c;
-	if (chain_read(a, &c, err) < 0)
+	if (head_of(a, err) < 0)
 		return err->code;
-	v[0] = v_int(c.head_seq + 1);
-	v[t->n - 1] = v_str(c.head_hash);
+	struct chain_state *c = &a->head;
+	v[0] = v_int(c->head_seq + 1);
+	v[t->n - 1] = v_str(c->head_hash);
 	char hash[65];
 	hash_vals(t, v, hash);
 
@@ -715,13 +730,17 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	if (cached(a, "UPDATE chain SET head_seq = ?, head_hash = ? WHERE k = 1", "write", &st,
 	           err) < 0)
 		return err->code;
-	sqlite3_bind_int64(st, 1, c.head_seq + 1);
+	sqlite3_bind_int64(st, 1, c->head_seq + 1);
 	sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
 		store_error(a->path, a->db, rc, "write", err);
 	done(a, st);
-	return rc == SQLITE_DONE ? 0 : err->code;
+	if (rc != SQLITE_DONE)
+		return err->code;
+	c->head_seq++;
+	memcpy(c->head_hash, hash, sizeof(c->head_hash));
+	return 0;
 }
 
 static int append_event(struct audit *a, const char *kind, const char *execution_id, int64_t at,
@@ -740,6 +759,7 @@ static int append_event(struct audit *a, const char *kind, const char *execution
 static int write_failed(struct audit *a, struct corral_error *err)
 {
 	sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+	a->head_known = false;
 	a->missed++;
 	snprintf(a->missed_error, sizeof(a->missed_error), "%s", err->message);
 	return err->code ? err->code : CORRAL_ESYS;
@@ -747,6 +767,7 @@ static int write_failed(struct audit *a, struct corral_error *err)
 
 static int write_begin(struct audit *a, struct corral_error *err)
 {
+	a->head_known = false; /* what another process wrote since is read anew */
 	int rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		store_error(a->path, a->db, rc, "record", err);
@@ -785,12 +806,15 @@ static int write_commit(struct audit *a, int64_t seq_before, struct corral_error
 		return write_failed(a, err);
 	}
 	a->missed = 0;
+	/* the head as committed (the write lock was held until now) */
+	struct chain_state c = a->head;
+	bool known = a->head_known;
+	a->head_known = false;
 	/* every K-th row (see audit_set_retention), and once at the start when asked */
 	int64_t every = a->max_rows > 0 ? a->max_rows / 10 : 100;
 	every = every < 1 ? 1 : every > 100 ? 100 : every;
-	struct chain_state c;
 	struct corral_error ignored;
-	if (chain_read(a, &c, &ignored) == 0 &&
+	if ((known || chain_read(a, &c, &ignored) == 0) &&
 	    (c.head_seq / every != seq_before / every || (a->retention_set && !a->pruned))) {
 		a->pruned = true;
 		/* deferred: until the writer is idle, or the next boundary at the latest */
@@ -831,12 +855,11 @@ int audit_flush_gap(struct audit *a, struct corral_error *err)
 		return 0;
 	/* a failure here is not one more lost record */
 	uint64_t missed = a->missed;
-	struct chain_state c = {0};
 	int rc = write_begin(a, err); /* appends the store_unavailable event */
-	if (rc == 0 && chain_read(a, &c, err) < 0)
+	if (rc == 0 && head_of(a, err) < 0)
 		rc = write_failed(a, err);
 	if (rc == 0)
-		rc = write_commit(a, c.head_seq - 1, err);
+		rc = write_commit(a, a->head.head_seq - 1, err);
 	if (rc < 0) {
 		a->missed = missed;
 		return rc;
@@ -1037,15 +1060,17 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
 	    v_str(res ? t.error : NULL),
 	    v_null(), /* prev_hash */
 	};
-	struct chain_state c = {0};
+	int64_t seq_before = 0;
 	int rc = write_begin(a, err);
-	if (rc == 0 && chain_read(a, &c, err) < 0)
+	if (rc == 0 && head_of(a, err) < 0)
 		rc = write_failed(a, err);
+	else if (rc == 0)
+		seq_before = a->head.head_seq;
 	if (rc == 0 &&
 	    (chain_append(a, &T_EXEC, v, err) < 0 || append_run_events(a, r, id, ended, err) < 0))
 		rc = write_failed(a, err);
 	if (rc == 0)
-		rc = write_commit(a, c.head_seq, err);
+		rc = write_commit(a, seq_before, err);
 	run_text_free(&t);
 	return rc;
 }
@@ -1058,14 +1083,16 @@ int audit_record_event(struct audit *a, const char *kind, const char *execution_
 		return corral_set_error(err, CORRAL_EINVAL, 0, "audit", "audit: invalid event %s",
 		                        valid_event_kind(kind) ? "detail (expected JSON)"
 		                                               : "kind (expected [a-z_]+)");
-	struct chain_state c = {0};
+	int64_t seq_before = 0;
 	int rc = write_begin(a, err);
-	if (rc == 0 && chain_read(a, &c, err) < 0)
+	if (rc == 0 && head_of(a, err) < 0)
 		rc = write_failed(a, err);
+	else if (rc == 0)
+		seq_before = a->head.head_seq;
 	if (rc == 0 && append_event(a, kind, execution_id, now_ms(), detail_json, err) < 0)
 		rc = write_failed(a, err);
 	if (rc == 0)
-		rc = write_commit(a, c.head_seq, err);
+		rc = write_commit(a, seq_before, err);
 	return rc;
 }
 

@@ -53,7 +53,11 @@
 #define FILE_MASK (IN_ATTRIB | IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF)
 #define NODE_MASK (IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF)
 
-enum hc_kind { HC_LSTAT, HC_READLINK, HC_ACCESS };
+/* HC_WALK: a path's physical form (amode: enum walk), the answer of a walk that the cache
+ * held all the way. The looks it was made of are kept entries, so any change that would
+ * alter it drops it with them (everything goes at once). */
+enum hc_kind { HC_LSTAT, HC_READLINK, HC_ACCESS, HC_WALK };
+enum walk { WALK_NOFOLLOW, WALK_FOLLOW, WALK_PARENT };
 
 struct hc_ent {
 	struct hc_ent *next;
@@ -63,7 +67,7 @@ struct hc_ent {
 	int amode; /* HC_ACCESS: the mode asked */
 	int err;   /* 0: the call succeeded; else its errno */
 	struct stat st;
-	char *link; /* HC_READLINK */
+	char *link; /* HC_READLINK: the target; HC_WALK: the physical path */
 	size_t link_len;
 	char path[];
 };
@@ -537,7 +541,7 @@ static int p_access(struct hcache *c, const char *p, int mode, bool *held)
  * (the kernel's own error is the answer), or where the kernel applies a rule this walk does
  * not (a symlink in a sticky world-writable directory: fs.protected_symlinks). A "." or ".."
  * needs search permission on the directory it is in, as the kernel's walk does. */
-static char *resolve(struct hcache *c, const char *path, bool follow_last)
+static char *walk(struct hcache *c, const char *path, bool follow_last)
 {
 	char out[PATH_MAX], rest[2 * PATH_MAX];
 	size_t ol = 0;
@@ -633,20 +637,44 @@ static char *resolve(struct hcache *c, const char *path, bool follow_last)
 
 /* The physical path of path's directory, and its last name after it: for a look at path
  * itself (lstat, readlink) with its last component not followed. */
-static char *physical_parent(struct hcache *c, const char *path)
+static char *resolve(struct hcache *c, const char *path, enum walk how);
+
+static char *walk_parent(struct hcache *c, const char *path)
 {
 	char dir[PATH_MAX];
 	const char *name;
 	split(path, dir, &name);
-	char *pd = resolve(c, dir, true);
+	char *pd = resolve(c, dir, WALK_FOLLOW);
 	if (!pd)
 		return NULL;
 	size_t dl = strlen(pd), nl = strlen(name);
 	char *full = malloc(dl + 1 + nl + 1);
-	if (full)
-		sprintf(full, "%s%s%s", pd, dl > 1 ? "/" : "", name);
+	if (full) {
+		memcpy(full, pd, dl);
+		if (dl > 1)
+			full[dl++] = '/';
+		memcpy(full + dl, name, nl + 1);
+	}
 	free(pd);
 	return full;
+}
+
+/* A walk, from the cache when this one was made before (the same path, the same way) and
+ * kept; a key asks for the same hundred paths each time, and this is one look instead of a
+ * look per component. */
+static char *resolve(struct hcache *c, const char *path, enum walk how)
+{
+	uint32_t h = hash_of(HC_WALK, (int)how, path);
+	const struct hc_ent *m = find(c, HC_WALK, (int)how, path, h);
+	if (m && m->link) {
+		c->hits++;
+		return strdup(m->link);
+	}
+	char *p = how == WALK_PARENT ? walk_parent(c, path) : walk(c, path, how == WALK_FOLLOW);
+	struct hc_ent *e;
+	if (p && !m && (e = add(c, HC_WALK, (int)how, path, h)))
+		e->link = strdup(p); /* (NULL, out of memory: walked every time) */
+	return p;
 }
 
 /* p_lstat of p, which it frees (errno kept) */
@@ -662,13 +690,13 @@ static int lstat_freeing(struct hcache *c, char *p, struct stat *st)
 /* (Where the walk cannot take a path, or cannot finish it, the kernel's own answer.) */
 int hc_lstat(struct hcache *c, const char *path, struct stat *st)
 {
-	char *p = c && plain_path(path) && strcmp(path, "/") ? physical_parent(c, path) : NULL;
+	char *p = c && plain_path(path) && strcmp(path, "/") ? resolve(c, path, WALK_PARENT) : NULL;
 	return p ? lstat_freeing(c, p, st) : real_lstat(path, st);
 }
 
 int hc_stat(struct hcache *c, const char *path, struct stat *st)
 {
-	char *p = c && plain_path(path) ? resolve(c, path, true) : NULL;
+	char *p = c && plain_path(path) ? resolve(c, path, WALK_FOLLOW) : NULL;
 	if (p)
 		return lstat_freeing(c, p, st);
 	if (stat(path, st) < 0)
@@ -679,7 +707,7 @@ int hc_stat(struct hcache *c, const char *path, struct stat *st)
 
 ssize_t hc_readlink(struct hcache *c, const char *path, char *buf, size_t size)
 {
-	char *p = c && plain_path(path) && strcmp(path, "/") ? physical_parent(c, path) : NULL;
+	char *p = c && plain_path(path) && strcmp(path, "/") ? resolve(c, path, WALK_PARENT) : NULL;
 	if (!p)
 		return readlink(path, buf, size);
 	ssize_t n = p_readlink(c, p, buf, size);
@@ -691,13 +719,13 @@ ssize_t hc_readlink(struct hcache *c, const char *path, char *buf, size_t size)
 
 char *hc_realpath(struct hcache *c, const char *path)
 {
-	char *p = c && plain_path(path) ? resolve(c, path, true) : NULL;
+	char *p = c && plain_path(path) ? resolve(c, path, WALK_FOLLOW) : NULL;
 	return p ? p : realpath(path, NULL);
 }
 
 int hc_access(struct hcache *c, const char *path, int mode)
 {
-	char *p = c && plain_path(path) ? resolve(c, path, true) : NULL;
+	char *p = c && plain_path(path) ? resolve(c, path, WALK_FOLLOW) : NULL;
 	if (!p)
 		return faccessat(AT_FDCWD, path, mode, AT_EACCESS);
 	bool held;

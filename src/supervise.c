@@ -952,6 +952,12 @@ void corral_proc_destroy(corral_proc *p)
 {
 	if (!p)
 		return;
+	/* Everything of the run has ended but the init, which only exits: the host state goes
+	 * first, so that the end of the directory placeholders (plan.c's closer) overlaps the
+	 * init's exit, the namespaces' teardown waited for below. A placeholder is still a mount
+	 * point in the dying mount namespace: the rmdir takes that mount with it. */
+	if (early_exit(p) && !p->reaped)
+		release_host_state(p);
 	if (!p->reaped && p->lo.pidfd >= 0) {
 		hard_kill(p);
 		if (!p->lo.pidns) {

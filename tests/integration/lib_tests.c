@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -771,6 +772,79 @@ static void test_pipeline_nonblocking(void)
 		corral_config_free(d[i]);
 }
 
+static int count_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	if (!d)
+		return -1;
+	for (struct dirent *e; (e = readdir(d));)
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+/* One run in an empty workspace of its own: the sandbox sees its protected names (the
+ * placeholders, read-only), and when corral_run returns the host has none of them left.
+ * 1 when so. */
+static int run_leaves_nothing(const char *w)
+{
+	corral_config *c = corral_config_new();
+	corral_config_set_workspace(c, w, NULL);
+	corral_config_set_shell(c,
+	                        "test -d .vscode && test -d .claude && test -f .bashrc && "
+	                        "! mkdir .vscode/x 2>/dev/null && echo seen",
+	                        NULL);
+	struct corral_result *r = NULL;
+	int rc = corral_run(c, &r, NULL);
+	int ok = rc == 0 && r && r->exit_code == 0 && r->stdout_buf &&
+	         !strcmp(r->stdout_buf, "seen\n") && count_entries(w) == 0;
+	corral_result_free(r);
+	corral_config_free(c);
+	return ok;
+}
+
+/* Directory placeholders end off the caller's path (their last close, which waits for the
+ * device on ext4 with `discard`, is a library thread's): the names are gone when the run
+ * returns, and the descriptors follow; in a forked child, which has no such thread, at once. */
+static void test_placeholders_released(void)
+{
+	char w[4096];
+	snprintf(w, sizeof(w), "%s/ph-XXXXXX", ws);
+	if (!mkdtemp(w)) {
+		CHECK("placeholders_workspace", 0);
+		return;
+	}
+	/* the tests before may have closes of their own still under way: the count once it has
+	 * held for 0.1 s */
+	int before = count_entries("/proc/self/fd");
+	for (int i = 0, same = 0; i < 100 && same < 5; i++) {
+		usleep(20000);
+		int n = count_entries("/proc/self/fd");
+		same = n == before ? same + 1 : 0;
+		before = n;
+	}
+	int ok = 1;
+	for (int i = 0; i < 3; i++)
+		ok &= run_leaves_nothing(w);
+	CHECK("placeholders_gone_when_run_returns", ok);
+	int now = -1;
+	for (int i = 0; i < 100 && (now = count_entries("/proc/self/fd")) != before; i++)
+		usleep(10000);
+	if (now != before)
+		printf("descriptors: %d before, %d after\n", before, now);
+	CHECK("placeholders_descriptors_closed", now == before);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int b = count_entries("/proc/self/fd");
+		_exit(run_leaves_nothing(w) && count_entries("/proc/self/fd") == b ? 0 : 1);
+	}
+	int st = -1;
+	waitpid(pid, &st, 0);
+	CHECK("placeholders_released_in_forked_child", WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	rmdir(w);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -799,6 +873,7 @@ int main(int argc, char **argv)
 	test_pipeline_timeout();
 	test_pipeline_errors();
 	test_pipeline_nonblocking();
+	test_placeholders_released();
 	char *doc = NULL;
 	CHECK("check_host_json", corral_check_host(&doc, NULL) == 0 && strstr(doc, "landlock"));
 	free(doc);

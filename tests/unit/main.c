@@ -8,6 +8,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
 	test_env();
+	test_env_policy_kept();
 	test_capture();
 	test_result();
 	test_jsonrpc();

@@ -17,6 +17,7 @@ extern int t_failed;
 
 void test_parse(void);
 void test_env(void);
+void test_env_policy_kept(void);
 void test_capture(void);
 void test_result(void);
 void test_jsonrpc(void);
