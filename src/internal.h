@@ -262,6 +262,12 @@ bool proc_parked_ok(struct corral_proc *p);
 int proc_unpark(struct corral_proc *p, const struct corral_config *cfg, struct corral_error *err);
 /* The result being built (layers are recorded once the sandbox started). */
 const struct corral_result *proc_peek_result(const struct corral_proc *p);
+/* A run that has ended but for its init (a pid namespace, the init's EXIT report: it only
+ * exits now) lets go of its host state at once (the placeholders and their locks, the
+ * private tmp), as corral_proc_destroy() would first; the caller can then record and print
+ * the result while the init's exit, the namespaces' teardown, goes on, and destroy only
+ * waits for that and removes the cgroup. False, and nothing done, otherwise. */
+bool proc_release_ended(struct corral_proc *p);
 
 /* ---- memory.c ----------------------------------------------------------------------------- */
 

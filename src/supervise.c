@@ -948,16 +948,24 @@ int corral_proc_result(corral_proc *p, struct corral_result **out, struct corral
 	return 0;
 }
 
+bool proc_release_ended(corral_proc *p)
+{
+	/* Everything of the run has ended but the init, which only exits. A placeholder is
+	 * still a mount point in the dying mount namespace: the rmdir takes that mount with it
+	 * (the kernel allows it outside the caller's namespace). */
+	if (!p || !early_exit(p) || p->reaped)
+		return false;
+	release_host_state(p);
+	return true;
+}
+
 void corral_proc_destroy(corral_proc *p)
 {
 	if (!p)
 		return;
-	/* Everything of the run has ended but the init, which only exits: the host state goes
-	 * first, so that the end of the directory placeholders (plan.c's closer) overlaps the
-	 * init's exit, the namespaces' teardown waited for below. A placeholder is still a mount
-	 * point in the dying mount namespace: the rmdir takes that mount with it. */
-	if (early_exit(p) && !p->reaped)
-		release_host_state(p);
+	/* the host state first: the end of the directory placeholders (plan.c's closer) then
+	 * overlaps the init's exit, waited for below */
+	proc_release_ended(p);
 	if (!p->reaped && p->lo.pidfd >= 0) {
 		hard_kill(p);
 		if (!p->lo.pidns) {

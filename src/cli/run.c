@@ -503,8 +503,34 @@ static int proc_next_ms(const void *p)
 	return corral_proc_next_timeout_ms(p);
 }
 
+/* What is left of the last run's teardown (run_teardown). */
+static struct teardown {
+	corral_proc *p;
+	int sfd;
+	sigset_t old;
+	bool armed;
+} teardown;
+
+/* The end of run_with_signals' sandbox, once its result is recorded. Signals stay blocked
+ * until it is over: a signal that came after the run had ended has nothing left to cancel,
+ * and unblocked it would end corral before it printed the result, or with the sandbox's
+ * cgroup left behind. */
+static void run_teardown(void)
+{
+	if (!teardown.armed)
+		return;
+	teardown.armed = false;
+	corral_proc_destroy(teardown.p);
+	struct signalfd_siginfo si;
+	while (read(teardown.sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		;
+	close(teardown.sfd);
+	sigprocmask(SIG_SETMASK, &teardown.old, NULL);
+}
+
 /* Run, forwarding SIGINT/SIGTERM/SIGHUP to the sandbox as a cancel with the configured
- * grace, so that Ctrl-C still ends in a result. */
+ * grace, so that Ctrl-C still ends in a result. The sandbox's last teardown may be left to
+ * run_teardown(). */
 static struct corral_result *run_with_signals(const corral_config *cfg, const struct run_opts *o,
                                               struct audit **store, bool *store_tried,
                                               struct corral_error *err)
@@ -556,14 +582,14 @@ static struct corral_result *run_with_signals(const corral_config *cfg, const st
 	/* what the reader has not taken yet, before the teardown's wait; not waited for after a
 	 * Ctrl-C (signals still come through the signalfd: one ends this wait) */
 	cli_relay_finish(cancelled_by_signal);
-	corral_proc_destroy(p);
-	/* A signal that came after the run had ended (during the teardown) has nothing left to
-	 * cancel: drop it. Unblocked, it would end corral before it printed the result. */
-	struct signalfd_siginfo si;
-	while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		;
-	close(sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	/* After a run that ended by itself in its pid namespace the host state goes now, and the
+	 * rest of the teardown (the init's exit, the namespaces' teardown, then the cgroup) goes
+	 * on while the audit record is written; run_teardown() waits for it before the result
+	 * is printed. Otherwise (killed, no pid namespace) all of it comes first. */
+	bool ended = proc_release_ended(p);
+	teardown = (struct teardown){p, sfd, old, true};
+	if (!ended)
+		run_teardown();
 	return res;
 }
 
@@ -808,6 +834,8 @@ int cmd_run(int argc, char **argv)
 		else
 			run_audit(cfg, &o, res, started, cancelled_by_signal);
 		store = NULL;
+		/* the teardown went on beside the record; it is over before the result goes out */
+		run_teardown();
 		if (o.json) {
 			/* The result is what --json promises: one that cannot be delivered (a
 			 * full disk, a reader that went away) is corral's failure, whatever the
@@ -842,6 +870,7 @@ int cmd_run(int argc, char **argv)
 	} else {
 		cli_error("%s", err.message);
 	}
+	run_teardown();
 	corral_config_free(cfg);
 	return code;
 }

@@ -118,6 +118,38 @@ test_cgroup_sweeps_stale_run_dirs() {
 	assert_eq "$young" yes "a run directory made just now was swept"
 }
 
+# The run's own directory is there while it runs, and gone once corral has exited: its
+# teardown (the init's exit, then the directory) goes on beside the audit record, and is over
+# before the result is printed and corral exits. The placeholders it made are gone too.
+test_cgroup_run_dir_gone_with_the_run() {
+	is_root || return 0 # the unprivileged pass has no cgroup on this machine kind
+	local base=/sys/fs/cgroup/pids
+	[ -d "$base" ] || skip "no v1 pids hierarchy on this host (v2 tears down the same way)"
+	local own parent
+	own=$(awk -F: '$2 == "pids" {print $3}' /proc/self/cgroup)
+	parent="$base$own/corral"
+	local i runs=0
+	for i in 1 2 3; do
+		"$CORRAL" run --json -w "$WS" -- sh -c 'sleep 0.3; echo done' >"$WS.out.$i" &
+		local pid=$! seen=no k
+		for k in $(seq 1 100); do
+			if compgen -G "$parent/corral-$pid-*" >/dev/null; then
+				seen=yes
+				break
+			fi
+			sleep 0.02
+		done
+		wait $pid || fail "run $i failed"
+		[ $seen = yes ] && runs=$((runs + 1))
+		! compgen -G "$parent/corral-$pid-*" >/dev/null ||
+			fail "run $i: its cgroup directory is still there after corral exited"
+		assert_eq "$(jget stdout <"$WS.out.$i")" "done" "run $i: the printed result"
+		rm -f "$WS.out.$i"
+		assert_eq "$(ls -A "$WS")" "" "run $i: its placeholders are gone"
+	done
+	assert_eq $runs 3 "runs whose cgroup directory was seen while they ran"
+}
+
 test_cgroup_cpus_without_cpu_controller() {
 	# --cpus in mode auto where the cpu controller cannot be had (v1 without a cpu
 	# hierarchy, a delegated v2 subtree without cpu): the cgroup stays for the memory and
