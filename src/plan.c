@@ -1518,7 +1518,9 @@ static struct {
 	pthread_cond_t cv;
 	int *fds;
 	size_t n, cap;
-	pid_t pid; /* the process whose thread it is; 0: none yet */
+	/* the process whose thread it is (0: none yet); read without the lock by close_later,
+	 * which must not take it in a forked child */
+	_Atomic pid_t pid;
 	bool failed;
 } closer = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
@@ -1544,7 +1546,7 @@ static void *closer_main(void *unused)
 /* Whether the thread is there for this process (started now if not); with closer.mu held. */
 static bool closer_ready(pid_t me)
 {
-	if (closer.pid == me)
+	if (atomic_load(&closer.pid) == me)
 		return true;
 	if (closer.failed)
 		return false;
@@ -1554,15 +1556,17 @@ static bool closer_ready(pid_t me)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_t at;
 	pthread_t t;
-	bool ok = pthread_attr_init(&at) == 0;
-	ok = ok && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
-	     pthread_attr_setstacksize(&at, 64 * 1024) == 0 &&
-	     pthread_create(&t, &at, closer_main, NULL) == 0;
-	pthread_attr_destroy(&at);
+	bool ok = false;
+	if (pthread_attr_init(&at) == 0) {
+		ok = pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+		     pthread_attr_setstacksize(&at, 64 * 1024) == 0 &&
+		     pthread_create(&t, &at, closer_main, NULL) == 0;
+		pthread_attr_destroy(&at);
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	closer.failed = !ok;
 	if (ok)
-		closer.pid = me;
+		atomic_store(&closer.pid, me);
 	return ok;
 }
 
@@ -1570,7 +1574,8 @@ static void close_later(int fd)
 {
 	pid_t me = getpid();
 	/* a forked child has no such thread, and the lock may have been held at the fork */
-	if (closer.pid && closer.pid != me) {
+	pid_t owner = atomic_load(&closer.pid);
+	if (owner && owner != me) {
 		close(fd);
 		return;
 	}
