@@ -57,7 +57,7 @@
  * held all the way. The looks it was made of are kept entries, so any change that would
  * alter it drops it with them (everything goes at once). */
 enum hc_kind { HC_LSTAT, HC_READLINK, HC_ACCESS, HC_WALK };
-enum walk { WALK_NOFOLLOW, WALK_FOLLOW, WALK_PARENT };
+enum walk { WALK_FOLLOW, WALK_PARENT };
 
 struct hc_ent {
 	struct hc_ent *next;
@@ -534,14 +534,14 @@ static int p_access(struct hcache *c, const char *p, int mode, bool *held)
 	return r;
 }
 
-/* The physical path of path (every symlink followed, the last one too when follow_last), as
+/* The physical path of path (every symlink followed, the last one too), as
  * the kernel resolves it: one component at a time, each looked at through the cache. Only
  * what the cache holds all the way: NULL (and the caller asks the kernel) when a step is not
  * held (on procfs, for one: its magic links are not what readlink says), when a look fails
  * (the kernel's own error is the answer), or where the kernel applies a rule this walk does
  * not (a symlink in a sticky world-writable directory: fs.protected_symlinks). A "." or ".."
  * needs search permission on the directory it is in, as the kernel's walk does. */
-static char *walk(struct hcache *c, const char *path, bool follow_last)
+static char *walk(struct hcache *c, const char *path)
 {
 	char out[PATH_MAX], rest[2 * PATH_MAX];
 	size_t ol = 0;
@@ -598,7 +598,7 @@ static char *walk(struct hcache *c, const char *path, bool follow_last)
 		struct stat st;
 		if (p_lstat(c, out, &st) < 0 || !kept(c, HC_LSTAT, out))
 			return NULL;
-		if (S_ISLNK(st.st_mode) && (!last || follow_last)) {
+		if (S_ISLNK(st.st_mode)) {
 			struct stat ds;
 			out[prev] = 0;
 			int dr = p_lstat(c, prev ? out : "/", &ds);
@@ -670,7 +670,7 @@ static char *resolve(struct hcache *c, const char *path, enum walk how)
 		c->hits++;
 		return strdup(m->link);
 	}
-	char *p = how == WALK_PARENT ? walk_parent(c, path) : walk(c, path, how == WALK_FOLLOW);
+	char *p = how == WALK_PARENT ? walk_parent(c, path) : walk(c, path);
 	struct hc_ent *e;
 	if (p && !m && (e = add(c, HC_WALK, (int)how, path, h)))
 		e->link = strdup(p); /* (NULL, out of memory: walked every time) */
