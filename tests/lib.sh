@@ -175,9 +175,11 @@ run_one() {
 		echo "  [$WHO] SKIP $t: $(grep SKIP_REASON <<<"$out" | sed 's/SKIP_REASON: //')"
 	else
 		FAILED=$((FAILED + 1))
-		FAILED_NAMES+=("$t")
+		FAILED_NAMES+=("[$WHO] $t")
 		[ $rc -eq 124 ] && out="$out (test timed out after ${TEST_TIMEOUT}s)"
-		echo "  [$WHO] FAIL $t"
-		sed 's/^/      /' <<<"$out" | tail -15
+		out="  [$WHO] FAIL $t
+$(sed 's/^/      /' <<<"$out" | tail -15)"
+		printf '%s\n' "$out"
+		FAILED_OUT+="$out"$'\n' # again at the end of the run (tests/run.sh)
 	fi
 }

@@ -43,7 +43,7 @@ fi
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PASSED=0 FAILED=0 SKIPPED=0
-FAILED_NAMES=()
+FAILED_NAMES=() FAILED_OUT=
 WHO=$(id -un 2>/dev/null || id -u)
 
 note() { printf '%s\n' "$*"; }
@@ -56,7 +56,7 @@ count_lines() { # count PASS/FAIL/SKIP lines produced by a C test binary
 	s=$(grep -c '^SKIP ' <<<"$out")
 	PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + s))
 	grep -E '^(FAIL|SKIP) ' <<<"$out" | sed "s/^/  [$WHO] /"
-	while read -r name; do FAILED_NAMES+=("$name"); done < <(grep '^FAIL ' <<<"$out" | cut -d' ' -f2)
+	while read -r name; do FAILED_NAMES+=("[$WHO] $name"); done < <(grep '^FAIL ' <<<"$out" | cut -d' ' -f2)
 }
 
 # Run a C test binary and count its lines. How it ended counts too: a missing binary, a death
@@ -81,7 +81,7 @@ run_c_tests() { # NAME DIR BINARY [ARG...]
 	fi
 	if [ -n "$why" ]; then
 		FAILED=$((FAILED + 1))
-		FAILED_NAMES+=("$tname")
+		FAILED_NAMES+=("[$WHO] $tname")
 		echo "  [$WHO] FAIL $tname: $why"
 	fi
 }
@@ -142,11 +142,15 @@ finish_second_pass() {
 	if [ -z "$last" ]; then
 		echo "  [nobody] the unprivileged pass did not finish (exit status $rc)"
 		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("[nobody] the whole pass (it did not finish: exit status $rc)")
 	else
 		p=$(sed -E 's/^([0-9]+) passed.*/\1/' <<<"$last")
 		f=$(sed -E 's/^[0-9]+ passed, ([0-9]+) failed.*/\1/' <<<"$last")
 		s=$(sed -nE 's/.*, ([0-9]+) skipped.*/\1/p' <<<"$last")
 		PASSED=$((PASSED + p)) FAILED=$((FAILED + f)) SKIPPED=$((SKIPPED + ${s:-0}))
+		# its failures join this pass's list and outputs, which the run ends with
+		while read -r name; do FAILED_NAMES+=("$name"); done < <(grep -E '^  \[[^]]*\] FAIL ' "$OUT" | sed -E 's/^  (\[[^]]*\]) FAIL ([^ :]*).*/\1 \2/')
+		FAILED_OUT+=$(awk '/^  \[[^]]*\] FAIL / { on = 1; print; next } on && /^      / { print; next } { on = 0 }' "$OUT")
 	fi
 	rm -rf "$P2" "$OUT"
 	P2= OUT=
@@ -185,7 +189,7 @@ for f in "$ROOT"/tests/integration/*.sh "$ROOT"/tests/escape/*.sh; do
 	# a test file that does not even parse must not pass by defining no tests
 	if [ -f "$f" ] && ! bash -n "$f"; then
 		FAILED=$((FAILED + 1))
-		FAILED_NAMES+=("$f")
+		FAILED_NAMES+=("[$WHO] $f")
 		echo "  [$WHO] FAIL $f does not parse"
 	fi
 	[ -f "$f" ] && source "$f"
@@ -197,7 +201,7 @@ TEST_TIMES="$SCRATCH/times"
 export CORRAL_PRELUDE="$SCRATCH/prelude.sh"
 if ! write_prelude "$CORRAL_PRELUDE" "$ROOT"; then
 	FAILED=$((FAILED + 1))
-	FAILED_NAMES+=(prelude)
+	FAILED_NAMES+=("[$WHO] prelude")
 	echo "  [$WHO] FAIL the suite's prelude could not be written; every test sources the files"
 	unset CORRAL_PRELUDE
 fi
@@ -243,5 +247,11 @@ if [ -n "${CORRAL_MUST_WORK:-}" ] && [ "$SKIPPED" -gt 0 ] && [ -z "${CORRAL_SECO
 	SKIPPED=0
 fi
 cleanup_runner
+if [ ${#FAILED_NAMES[@]} -gt 0 ] && [ -z "${CORRAL_SECOND_PASS:-}" ]; then
+	echo "== the failures again (a CI log is often read from its tail)"
+	[ -z "$FAILED_OUT" ] || printf '%s\n' "$FAILED_OUT" | head -150
+	echo "failed: ${#FAILED_NAMES[@]}"
+	printf '  %s\n' "${FAILED_NAMES[@]}"
+fi
 echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" -eq 0 ]
