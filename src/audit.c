@@ -914,13 +914,14 @@ static void run_text_free(struct run_text *t)
 	free(t->error);
 }
 
-static int run_text_from(const struct corral_result *res, bool with_output, struct run_text *t,
-                         struct corral_error *err)
+static int run_text_from(const struct corral_result *res, bool with_output, json_t *doc,
+                         struct run_text *t, struct corral_error *err)
 {
 	memset(t, 0, sizeof(*t));
 	/* the object itself, not its text parsed back: the same strings, without encoding and
-	 * parsing a megabyte of output that is not stored */
-	t->doc = result_json(res, with_output);
+	 * parsing a megabyte of output that is not stored; the caller's, when it has made it
+	 * (with the output, which is read only when stored) */
+	t->doc = doc ? json_incref(doc) : result_json(res, with_output);
 	if (!t->doc)
 		return nomem(err);
 	json_t *e = json_object_get(t->doc, "error");
@@ -1015,7 +1016,7 @@ int audit_record_run(struct audit *a, const struct audit_run *r, struct corral_e
 		return CORRAL_EINVAL;
 	const struct corral_result *res = r->res;
 	struct run_text t = {0};
-	if (res && run_text_from(res, r->store_output, &t, err) < 0)
+	if (res && run_text_from(res, r->store_output, r->doc, &t, err) < 0)
 		return err->code;
 	uint64_t dur = res ? res->duration_ms : 0;
 	int64_t started = r->started_at_ms, ended;

@@ -83,6 +83,8 @@ struct audit_run {
 	uint64_t redactions;
 	unsigned unknown; /* AUDIT_UNKNOWN_* bits: columns recorded as null because this
 	                     execution does not know them (a background job, say) */
+	json_t *doc;      /* res's JSON with its output (result_json(res, true)) when the caller
+	                     has made it already, for a reply: read, not made again; or NULL */
 };
 #define AUDIT_UNKNOWN_USAGE 1u        /* user_ms, sys_ms, max_rss_kb */
 #define AUDIT_UNKNOWN_OUTPUT_BYTES 2u /* stdout_bytes, stderr_bytes */

@@ -238,6 +238,9 @@ enum mcp_prepare mcp_tool_prepare(const struct mcp_options *o, const char *name,
 /* The CallToolResult of a finished run (new reference). */
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
                         const char *version);
+/* The same with res's JSON made already (result_json(res, true), stolen; NULL: made here). */
+json_t *mcp_tool_result_of(const struct mcp_plan *plan, const struct corral_result *res,
+                           json_t *structured, const char *version);
 /* A CallToolResult carrying a JSON object (text + structuredContent). Steals structured. */
 json_t *mcp_tool_json(json_t *structured, bool is_error, const char *version);
 /* The CallToolResult of a call that could not run: isError with the message. */

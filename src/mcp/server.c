@@ -435,7 +435,7 @@ static void audit_write(struct server *s, struct audit_run *r)
  * command in a session (parent: the session), "pipeline_stage" for each stage of a pipeline
  * (parent: the pipeline's mcp_call row). */
 static void audit_exec(struct server *s, const struct call *c, const struct corral_result *res,
-                       const char *kind, const char *parent, bool cancelled)
+                       const char *kind, const char *parent, bool cancelled, json_t *doc)
 {
 	if (!res || !s->audit)
 		return;
@@ -450,6 +450,7 @@ static void audit_exec(struct server *s, const struct call *c, const struct corr
 	    .cancelled = cancelled,
 	    .violations_json = viol,
 	    .redactions = res->redactions,
+	    .doc = doc,
 	};
 	audit_write(s, &r);
 	free(viol);
@@ -457,7 +458,7 @@ static void audit_exec(struct server *s, const struct call *c, const struct corr
 
 static void audit_call(struct server *s, const struct call *c, const struct corral_result *res)
 {
-	audit_exec(s, c, res, "mcp_call", NULL, c->cancelled);
+	audit_exec(s, c, res, "mcp_call", NULL, c->cancelled, NULL);
 }
 
 /* Something that never started (a session that could not open, a job or a pipeline that
@@ -538,7 +539,8 @@ static void audit_pipeline(struct server *s, const struct call *c,
 			continue;
 		audit_exec(s, c, st, "pipeline_stage", pr->id,
 		           c->cancelled && st->signal && !st->timed_out &&
-		               st->limit == CORRAL_HIT_NONE);
+		               st->limit == CORRAL_HIT_NONE,
+		           NULL);
 	}
 	const char *d = c->plan.display ? c->plan.display : "pipeline";
 	struct corral_result *sum = audit_pipeline_summary(pr, d + (strncmp(d, "$ ", 2) ? 0 : 2));
@@ -1311,6 +1313,16 @@ static void start_call(struct server *s, struct call *c)
 
 static void step_pipeline(struct server *s, struct call *c);
 
+/* A finished call's record, then its reply (unless cancelled): res's JSON made once for
+ * both. */
+static void record_and_reply(struct server *s, struct call *c, const struct corral_result *res,
+                             const char *kind, const char *parent)
+{
+	json_t *doc = c->cancelled ? NULL : result_json(res, true);
+	audit_exec(s, c, res, kind, parent, c->cancelled, doc);
+	respond(s, c, c->cancelled ? NULL : mcp_tool_result_of(&c->plan, res, doc, s->version));
+}
+
 static void step_call(struct server *s, struct call *c)
 {
 	if (c->pl) {
@@ -1328,9 +1340,7 @@ static void step_call(struct server *s, struct call *c)
 	} else {
 		struct corral_result *res = NULL;
 		if (corral_proc_result(c->proc, &res, &err) == 0) {
-			audit_call(s, c, res);
-			respond(s, c,
-			        c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version));
+			record_and_reply(s, c, res, "mcp_call", NULL);
 			corral_result_free(res);
 		} else {
 			respond(s, c, mcp_tool_error(err.message));
@@ -1648,8 +1658,9 @@ static void session_answer(struct server *s, struct msess *m)
 		call_retire(s, c);
 		return;
 	}
-	audit_exec(s, c, res, "session_cmd", corral_session_id(m->s), c->cancelled);
-	json_t *out = c->cancelled ? NULL : mcp_tool_result(&c->plan, res, s->version);
+	json_t *doc = c->cancelled ? NULL : result_json(res, true); /* made once for both */
+	audit_exec(s, c, res, "session_cmd", corral_session_id(m->s), c->cancelled, doc);
+	json_t *out = c->cancelled ? NULL : mcp_tool_result_of(&c->plan, res, doc, s->version);
 	if (out) {
 		char note[300];
 		if (res->session_restarted)

@@ -1707,9 +1707,16 @@ json_t *mcp_tool_error(const char *message)
 json_t *mcp_tool_result(const struct mcp_plan *plan, const struct corral_result *res,
                         const char *version)
 {
+	return mcp_tool_result_of(plan, res, NULL, version);
+}
+
+json_t *mcp_tool_result_of(const struct mcp_plan *plan, const struct corral_result *res,
+                           json_t *structured, const char *version)
+{
 	/* the result's object itself (corral_result_to_json()'s document), not its text parsed
 	 * back: a call with a megabyte of output encoded and parsed it once more */
-	json_t *structured = result_json(res, true);
+	if (!structured)
+		structured = result_json(res, true);
 	char *text = structured ? result_text(plan, res, structured) : NULL;
 	if (!text) {
 		json_decref(structured);

@@ -130,16 +130,20 @@ test_cgroup_run_dir_gone_with_the_run() {
 	parent="$base$own/corral"
 	local i runs=0
 	for i in 1 2 3; do
-		"$CORRAL" run --json -w "$WS" -- sh -c 'sleep 0.3; echo done' >"$WS.out.$i" &
+		# the command ends once the host has looked (the file "go"), not after a fixed time
+		# that a busy machine can make too short to look in
+		"$CORRAL" run --json -w "$WS" -- sh -c 'while ! [ -e go ]; do sleep 0.01; done; echo done' >"$WS.out.$i" &
 		local pid=$! seen=no k
-		for k in $(seq 1 100); do
+		for k in $(seq 1 500); do
 			if compgen -G "$parent/corral-$pid-*" >/dev/null; then
 				seen=yes
 				break
 			fi
 			sleep 0.02
 		done
+		: >"$WS/go"
 		wait $pid || fail "run $i failed"
+		rm -f "$WS/go"
 		[ $seen = yes ] && runs=$((runs + 1))
 		! compgen -G "$parent/corral-$pid-*" >/dev/null ||
 			fail "run $i: its cgroup directory is still there after corral exited"

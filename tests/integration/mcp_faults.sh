@@ -123,7 +123,7 @@ for burst in range(2):
     r = s.call("run_command", {"command": "echo again"})
     assert r["isError"] is False and r["structuredContent"]["stdout"] == "again\n", M.text_of(r)
     # a finished run's descriptors are closed right after its answer is sent
-    for _ in range(40):
+    for _ in range(100):
         if fds() == before:
             break
         time.sleep(0.05)
