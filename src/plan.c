@@ -745,6 +745,21 @@ static int ws_openat(const char *workspace, const char *rel, int flags)
 	return fd;
 }
 
+/* Whether the workspace's own entry name may be of the type fmt (S_IFDIR, S_IFREG), by the
+ * plan's look at the host (L->hc's, when a server keys a call): false only when it surely is
+ * not (missing, or of another type, a symlink included, which ws_openat would not follow). A
+ * look that fails otherwise leaves it to the real open, which says why. */
+static bool ws_entry_may_be(struct launch *L, const char *name, mode_t fmt)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	if (snprintf(p, sizeof(p), "%s/%s", L->cfg->workspace, name) >= (int)sizeof(p))
+		return true;
+	if (hc_lstat(L->hc, p, &st) < 0)
+		return errno != ENOENT && errno != ENOTDIR;
+	return (st.st_mode & S_IFMT) == fmt;
+}
+
 /* How a protected path is taken (protect_rel). */
 #define PROT_MAKE_MISSING 1 /* a missing directory on the way becomes a placeholder */
 #define PROT_EXISTING 2     /* only if the path itself exists: never a placeholder for it */
@@ -1454,16 +1469,21 @@ int plan_protected_set(struct launch *L, struct corral_error *err)
 		if (r >= 0)
 			r = protect_worktrees(L, &w, err);
 	}
-	if (r >= 0 && git_hooks)
+	/* what is under .git, read only when .git is a directory, and .gitmodules only when it
+	 * is a file (by the plan's look, which a server's key has cached: no opens then) */
+	bool git_dir = ws_entry_may_be(L, ".git", S_IFDIR);
+	if (r >= 0 && git_hooks && git_dir)
 		r = protect_hooks_path(L, &w, err);
 	if (r >= 0 && (git_config || git_hooks)) {
 		/* a symlinked .git/modules is not followed: no submodules then */
-		int mfd = ws_openat(cfg->workspace, ".git/modules", O_RDONLY | O_DIRECTORY);
-		if (mfd < 0 && (errno == EACCES || errno == EPERM))
+		int mfd = git_dir
+		              ? ws_openat(cfg->workspace, ".git/modules", O_RDONLY | O_DIRECTORY)
+		              : -1;
+		if (mfd < 0 && git_dir && (errno == EACCES || errno == EPERM))
 			r = uninspectable(err, ".git/modules", errno);
 		else if (mfd >= 0)
 			r = protect_modules(L, ".git/modules", mfd, 0, &w, err);
-		if (r >= 0)
+		if (r >= 0 && ws_entry_may_be(L, ".gitmodules", S_IFREG))
 			r = protect_submodule_checkouts(L, "", 0, &w, err);
 	}
 	if (L->req.n_pin > 1)

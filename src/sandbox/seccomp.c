@@ -549,18 +549,26 @@ int seccomp_apply_child(const struct seccomp_prog *prog)
 
 int seccomp_probe(void)
 {
+	/* The kernel's answer, kept for the process (every plan asks, a server's plan key on
+	 * every call): -1 not probed yet; a race between threads only repeats the same answer. */
+	static int cached = -1;
+	int ok = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+	if (ok >= 0)
+		return ok;
+	ok = 1;
 	/* PR_GET_SECCOMP fails with EINVAL when the kernel lacks CONFIG_SECCOMP. */
 	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0)
-		return 0;
+		ok = 0;
 	/* SECCOMP_GET_ACTION_AVAIL (4.14) proves the seccomp() syscall and filter mode exist,
 	 * and the filter relies on both of these actions. */
 	static const uint32_t actions[] = {SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_PROCESS};
-	for (size_t i = 0; i < ARRAY_SIZE(actions); i++) {
+	for (size_t i = 0; ok && i < ARRAY_SIZE(actions); i++) {
 		uint32_t action = actions[i];
 		if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) < 0)
-			return 0;
+			ok = 0;
 	}
-	return 1;
+	__atomic_store_n(&cached, ok, __ATOMIC_RELAXED);
+	return ok;
 }
 
 size_t seccomp_denied_names(const char **out, size_t max)

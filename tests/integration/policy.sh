@@ -514,6 +514,13 @@ test_policy_protected_git_file() {
 	assert_eq "$(sha256sum "$WS/.git")" "$before" "the .git file was rewritten"
 	if command -v git >/dev/null; then host_git -C "$WS" status >/dev/null 2>&1; fi
 	[ ! -e "$MARK" ] || fail "the host ran a command planted by the sandbox"
+	# its submodule checkouts too (.gitmodules is read although .git is no directory)
+	mkdir -p "$WS/sub"
+	printf '[submodule "sub"]\n\tpath = sub\n' >"$WS/.gitmodules"
+	echo "gitdir: $gd/modules/sub" >"$WS/sub/.git"
+	before=$(sha256sum "$WS/sub/.git")
+	cr -c 'echo "gitdir: ./evil" > sub/.git; mv sub/.git sub/g2; mv sub sub2; echo' 2>/dev/null
+	assert_eq "$(sha256sum "$WS/sub/.git" 2>&1)" "$before" "the submodule's .git file was rewritten"
 	rm -rf "$gd" "$MARK"
 }
 
