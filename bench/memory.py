@@ -48,10 +48,20 @@ def measure(tag, argv, helper_names):
             f"inner RSS {out['inner_rss_kb']:.0f} kB, total USS {out['total_uss_kb']:.0f} kB")
         return out
     finally:
+        # SIGTERM, as a user's Ctrl-C or a supervisor's stop would: corral cancels the run
+        # and removes what it made on the host (its run cgroup; a supervisor killed by
+        # SIGKILL leaves that directory behind, and every later run as root scans the
+        # leftovers until they are 5 minutes old: src/sandbox/cgroup.c sweep_stale).
+        # SIGKILL only for what has not ended 10 s later.
         for p in procs:
-            p.send_signal(signal.SIGKILL)
+            p.send_signal(signal.SIGTERM)
+        end = time.monotonic() + 10
         for p in procs:
-            p.wait()
+            try:
+                p.wait(timeout=max(0.1, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGKILL)
+                p.wait()
 
 
 def main():
