@@ -117,6 +117,10 @@ struct corral_result *result_new(void);
 void result_uuid(char out[37]);
 int result_add_layer(struct corral_result *res, const char *name, int applied, const char *detail);
 
+/* s[0, n) as UTF-8 into out, which has room for 3n + 1 bytes: each byte of an invalid
+ * sequence, and NUL, becomes U+FFFD; with cut_tail, a valid sequence's beginning cut off at
+ * the end (by a byte count) is dropped. out is NUL-terminated; its length (result.c). */
+size_t utf8_sanitize(const char *s, size_t n, bool cut_tail, char *out);
 /* A JSON string from bytes: invalid UTF-8 and NUL become U+FFFD (result.c). */
 struct json_t;
 struct json_t *json_bytes(const char *s, size_t n);

@@ -110,15 +110,11 @@ const char *corral_limit_hit_name(enum corral_limit_hit hit)
 	return NULL;
 }
 
-/* Output is bytes; JSON strings are UTF-8. Invalid sequences become U+FFFD so that the
- * document is always valid, and the byte counts stay exact in *_bytes. */
-json_t *json_bytes(const char *s, size_t n)
+size_t utf8_sanitize(const char *s, size_t n, bool cut_tail, char *out)
 {
-	char *out = malloc(n * 3 + 1);
-	if (!out)
-		return NULL;
 	size_t o = 0, run = 0; /* [run, i) is valid and not copied yet */
-	for (size_t i = 0; i < n;) {
+	size_t i = 0;
+	while (i < n) {
 		unsigned char c = (unsigned char)s[i];
 		if (c >= 0x01 && c < 0x80) { /* printable ASCII and controls: the common case */
 			i++;
@@ -135,6 +131,16 @@ json_t *json_bytes(const char *s, size_t n)
 		} else if ((c & 0xf8) == 0xf0) {
 			len = 4;
 			cp = c & 0x07;
+		}
+		if (cut_tail && len > 0 && i + len > n) {
+			/* a sequence cut at the end: dropped if what is there is a valid beginning
+			 */
+			bool prefix = true;
+			for (size_t k = i + 1; k < n; k++)
+				if (((unsigned char)s[k] & 0xc0) != 0x80)
+					prefix = false;
+			if (prefix)
+				break;
 		}
 		/* NUL (len 0): jansson strings may hold it, but keep the output printable */
 		bool ok = len > 0 && i + len <= n;
@@ -160,9 +166,21 @@ json_t *json_bytes(const char *s, size_t n)
 		out[o++] = '\xbd';
 		run = ++i;
 	}
-	if (n > run) /* (s may be NULL when n is 0) */
-		memcpy(out + o, s + run, n - run);
-	o += n - run;
+	if (i > run) /* (s may be NULL when n is 0) */
+		memcpy(out + o, s + run, i - run);
+	o += i - run;
+	out[o] = '\0';
+	return o;
+}
+
+/* Output is bytes; JSON strings are UTF-8. Invalid sequences become U+FFFD so that the
+ * document is always valid, and the byte counts stay exact in *_bytes. */
+json_t *json_bytes(const char *s, size_t n)
+{
+	char *out = malloc(n * 3 + 1);
+	if (!out)
+		return NULL;
+	size_t o = utf8_sanitize(s, n, false, out);
 	/* valid UTF-8 without NUL by construction: jansson need not check it again */
 	json_t *j = json_stringn_nocheck(out, o);
 	free(out);

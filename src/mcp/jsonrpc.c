@@ -1,6 +1,7 @@
 /* JSON-RPC 2.0 for the MCP stdio transport: framing, envelope validation, dispatch and
  * message builders. Pure: no I/O, no globals, so it can be unit-tested and fuzzed. */
 #include "mcp/mcp.h"
+#include "internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -550,50 +551,7 @@ const char *mcp_negotiate_version(const char *requested)
 char *mcp_utf8_clean(const char *s, size_t n)
 {
 	char *out = malloc(n * 3 + 1);
-	if (!out)
-		return NULL;
-	size_t o = 0;
-	for (size_t i = 0; i < n;) {
-		unsigned char c = (unsigned char)s[i];
-		size_t len = c < 0x80             ? 1
-		             : (c & 0xe0) == 0xc0 ? 2
-		             : (c & 0xf0) == 0xe0 ? 3
-		             : (c & 0xf8) == 0xf0 ? 4
-		                                  : 0;
-		uint32_t cp = len == 1   ? c
-		              : len == 2 ? (c & 0x1fu)
-		              : len == 3 ? (c & 0x0fu)
-		                         : (c & 0x07u);
-		if (len > 1 && i + len > n) {
-			/* a sequence cut at the end: drop it if what is there is a valid prefix */
-			bool prefix = true;
-			for (size_t k = i + 1; k < n; k++)
-				if (((unsigned char)s[k] & 0xc0) != 0x80)
-					prefix = false;
-			if (prefix)
-				break;
-		}
-		bool ok = len > 0 && i + len <= n;
-		for (size_t k = 1; ok && k < len; k++) {
-			unsigned char cc = (unsigned char)s[i + k];
-			if ((cc & 0xc0) != 0x80)
-				ok = false;
-			cp = (cp << 6) | (cc & 0x3fu);
-		}
-		if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-		           (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-		           (cp >= 0xd800 && cp <= 0xdfff) || cp == 0))
-			ok = false;
-		if (ok) {
-			memcpy(out + o, s + i, len);
-			o += len;
-			i += len;
-		} else {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i += 1;
-		}
-	}
-	out[o] = '\0';
+	if (out)
+		utf8_sanitize(s, n, true, out);
 	return out;
 }

@@ -497,6 +497,21 @@ static void test_versions(void)
 	CHECK("mcp_utf8_nul_replaced", s && !strcmp(s, "a\xef\xbf\xbd"
 	                                               "b"));
 	free(s);
+	/* only a valid beginning is a cut: a broken sequence at the end, or a continuation byte
+	 * alone, is replaced byte by byte; a 4-byte one cut after its second byte is dropped */
+	s = mcp_utf8_clean("\xe2\x82x", 3);
+	CHECK("mcp_utf8_broken_sequence_replaced", s && !strcmp(s, "\xef\xbf\xbd\xef\xbf\xbdx"));
+	free(s);
+	s = mcp_utf8_clean("ab\xf0\x9f", 4);
+	CHECK("mcp_utf8_cut_4_byte_dropped", s && !strcmp(s, "ab"));
+	free(s);
+	s = mcp_utf8_clean("ab\x80", 3);
+	CHECK("mcp_utf8_lone_continuation_replaced", s && !strcmp(s, "ab\xef\xbf\xbd"));
+	free(s);
+	s = mcp_utf8_clean("ab\xf0\x9fz", 5);
+	CHECK("mcp_utf8_broken_before_end_replaced",
+	      s && !strcmp(s, "ab\xef\xbf\xbd\xef\xbf\xbdz"));
+	free(s);
 }
 
 void test_jsonrpc(void)
