@@ -2188,19 +2188,26 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		       *mb = json_object_get(a, "max_bytes");
 		uint64_t since = so ? (uint64_t)json_integer_value(so) : 0;
 		size_t max = mb ? (size_t)json_integer_value(mb) : 65536;
+		/* The job's state first, then its bytes: a job this answer calls ended had written
+		 * everything before its end was seen, and the read takes all that was waiting, so
+		 * "running": false with "more": false is all of its output. (Taken the other way
+		 * round, an end seen after the read could come with its last bytes left out, and
+		 * a client that stopped at "running": false lost them.) */
+		json_t *v = job_json(j);
 		struct corral_job_output o;
-		if (corral_job_read(j->j, since, max, &o, &err) < 0) {
-			r->result = answer_error("%s", err.message);
+		if (!v || corral_job_read(j->j, since, max, &o, &err) < 0) {
+			json_decref(v);
+			r->result = answer_error(
+			    "%s", v ? err.message : "job_output: out of memory reading the job");
 			break;
 		}
-		json_t *v = job_json(j);
 		json_object_set_new(v, "stdout", json_bytes(o.stdout_buf, o.stdout_len));
 		json_object_set_new(v, "stderr", json_bytes(o.stderr_buf, o.stderr_len));
 		json_object_set_new(v, "from_offset", json_integer((json_int_t)o.from_offset));
 		json_object_set_new(v, "next_offset", json_integer((json_int_t)o.next_offset));
 		json_object_set_new(v, "missed_bytes", json_integer((json_int_t)o.missed));
-		/* against the total this answer reports (job_json reads the job again, and output
-		 * that arrived in between must not read as "no more" beside a larger total) */
+		/* against the larger of the two totals: output that arrived between the state and
+		 * the read is in this page or still to come, never "no more" */
 		json_int_t total = json_integer_value(json_object_get(v, "total_bytes"));
 		if (total < (json_int_t)o.total_bytes)
 			total = (json_int_t)o.total_bytes;

@@ -290,12 +290,14 @@ out, err = "h\u00e9llo \u20ac\U0001F600x\u00fc", "\u20ac\u00e9\U0001F600e"
 cmd = "printf '%s'; sleep 0.2; printf '%s' >&2" % (
     "".join("\\%03o" % b for b in out.encode()), "".join("\\%03o" % b for b in err.encode()))
 j = s.call("job_start", {"command": cmd})["structuredContent"]["job"]
+# polled as a client would, until the job says it has ended: its answer then has all the
+# output (the server reads the state before the bytes)
 for _ in range(100):
     o = s.call("job_output", {"job": j})["structuredContent"]
     if not o["running"]:
         break
     time.sleep(0.05)
-assert o["stdout"] == out and o["stderr"] == err, o
+assert o["stdout"] == out and o["stderr"] == err and not o["more"], o
 total = len(out.encode()) + len(err.encode())
 assert o["total_bytes"] == total, o
 # the report's repro: two bytes cut "h\303\251" after the \303
