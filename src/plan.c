@@ -1471,7 +1471,7 @@ int plan_protected_set(struct launch *L, struct corral_error *err)
 	}
 	/* what is under .git, read only when .git is a directory, and .gitmodules only when it
 	 * is a file (by the plan's look, which a server's key has cached: no opens then) */
-	bool git_dir = ws_entry_may_be(L, ".git", S_IFDIR);
+	bool git_dir = (git_config || git_hooks) && ws_entry_may_be(L, ".git", S_IFDIR);
 	if (r >= 0 && git_hooks && git_dir)
 		r = protect_hooks_path(L, &w, err);
 	if (r >= 0 && (git_config || git_hooks)) {

@@ -133,8 +133,7 @@ size_t utf8_sanitize(const char *s, size_t n, bool cut_tail, char *out)
 			cp = c & 0x07;
 		}
 		if (cut_tail && len > 0 && i + len > n) {
-			/* a sequence cut at the end: dropped if what is there is a valid beginning
-			 */
+			/* cut at the end: dropped if what is there is a valid beginning */
 			bool prefix = true;
 			for (size_t k = i + 1; k < n; k++)
 				if (((unsigned char)s[k] & 0xc0) != 0x80)

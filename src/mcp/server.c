@@ -1313,14 +1313,15 @@ static void start_call(struct server *s, struct call *c)
 
 static void step_pipeline(struct server *s, struct call *c);
 
-/* A finished call's record, then its reply (unless cancelled): res's JSON made once for
- * both. */
-static void record_and_reply(struct server *s, struct call *c, const struct corral_result *res,
-                             const char *kind, const char *parent)
+/* A finished execution's record, then its CallToolResult (NULL when the call was
+ * cancelled: no reply): res's JSON made once for both. */
+static json_t *record_and_reply(struct server *s, const struct call *c,
+                                const struct corral_result *res, const char *kind,
+                                const char *parent)
 {
 	json_t *doc = c->cancelled ? NULL : result_json(res, true);
 	audit_exec(s, c, res, kind, parent, c->cancelled, doc);
-	respond(s, c, c->cancelled ? NULL : mcp_tool_result_of(&c->plan, res, doc, s->version));
+	return c->cancelled ? NULL : mcp_tool_result_of(&c->plan, res, doc, s->version);
 }
 
 static void step_call(struct server *s, struct call *c)
@@ -1340,7 +1341,7 @@ static void step_call(struct server *s, struct call *c)
 	} else {
 		struct corral_result *res = NULL;
 		if (corral_proc_result(c->proc, &res, &err) == 0) {
-			record_and_reply(s, c, res, "mcp_call", NULL);
+			respond(s, c, record_and_reply(s, c, res, "mcp_call", NULL));
 			corral_result_free(res);
 		} else {
 			respond(s, c, mcp_tool_error(err.message));
@@ -1658,9 +1659,7 @@ static void session_answer(struct server *s, struct msess *m)
 		call_retire(s, c);
 		return;
 	}
-	json_t *doc = c->cancelled ? NULL : result_json(res, true); /* made once for both */
-	audit_exec(s, c, res, "session_cmd", corral_session_id(m->s), c->cancelled, doc);
-	json_t *out = c->cancelled ? NULL : mcp_tool_result_of(&c->plan, res, doc, s->version);
+	json_t *out = record_and_reply(s, c, res, "session_cmd", corral_session_id(m->s));
 	if (out) {
 		char note[300];
 		if (res->session_restarted)
