@@ -266,7 +266,10 @@ def section_server(out, server, targets):
                "(`os.posix_spawn` + `waitpid`) from the same threads, so the client's own "
                "overhead is in both. `corral mcp` takes every sandbox's system tree from "
                "its mount template (the default); the `--mount-template off` rows build "
-               "each tree whole, as `corral run` does.\n")
+               "each tree whole, as `corral run` does. A call's protected-path "
+               "placeholders stay 10 ms after it for the next call to take over (the "
+               "default); the `--placeholder-linger 0` rows remove them at each call's "
+               "end.\n")
     if server.get("override"):
         out.append(f"> **Harness self-test only**: the server was `{server['override']}` "
                    "(CORRAL_MCP_CMD), not `corral mcp`; its numbers say nothing about "

@@ -313,21 +313,28 @@ def throughput(result):
                         f"p50 {r['p50_ms']:.3f} ms prebuilt {r['prebuilt']}/{r['ok']}")
             finally:
                 client.close()
-    # the same without the mount template: every sandbox builds its whole tree
-    if not os.environ.get("CORRAL_MCP_CMD"):
-        client, why = start_server(max(2, N_SLEEP), "notemplate", ["--mount-template", "off"])
-        if client:
-            try:
-                one = mcp_call(client)
-                for conc in (1, 2):
-                    drive(max(20, N_CALLS // 20), conc, one)  # warm-up
-                    r = drive(N_CALLS, conc, one)
-                    r["what"] = "corral mcp --mount-template off"
-                    rows.append(r)
-                    log(f"server: mcp --mount-template off c={conc}: "
-                        f"{r['calls_per_s']:.0f}/s p50 {r['p50_ms']:.3f} ms")
-            finally:
-                client.close()
+    # the same without the mount template (every sandbox builds its whole tree), and with
+    # each call's placeholders removed at its end instead of kept for the next call
+    variants = ((["--mount-template", "off"], "notemplate", "corral mcp --mount-template off"),
+                (["--placeholder-linger", "0"], "nolinger",
+                 "corral mcp --placeholder-linger 0"))
+    for extra, tag, what in variants:
+        if os.environ.get("CORRAL_MCP_CMD"):
+            break
+        client, why = start_server(max(2, N_SLEEP), tag, extra)
+        if not client:
+            continue
+        try:
+            one = mcp_call(client)
+            for conc in (1, 2):
+                drive(max(20, N_CALLS // 20), conc, one)  # warm-up
+                r = drive(N_CALLS, conc, one)
+                r["what"] = what
+                rows.append(r)
+                log(f"server: {what[len('corral '):]} c={conc}: "
+                    f"{r['calls_per_s']:.0f}/s p50 {r['p50_ms']:.3f} ms")
+        finally:
+            client.close()
     for conc in (1, 2):
         bare = next(r for r in rows if r["concurrency"] == conc and r["what"].startswith("bare"))
         for r in rows:

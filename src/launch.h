@@ -102,6 +102,10 @@ void plan_argarea(uintptr_t *start, uintptr_t *end);
 /* Release the protected paths of a run: remove the placeholders it created that are still
  * empty and held by no other run, close the locks, free the list. */
 void plan_release_protected(struct placeholder *held, size_t n);
+/* The same at the normal end of a run: while plan_placeholders_linger() is set, each
+ * placeholder still held (and marked as corral's) stays that long first, held, so that the
+ * next run in the workspace takes it over instead of making it again. */
+void plan_release_protected_end(struct placeholder *held, size_t n);
 /* plan.c: make and hold the placeholders the plan deferred (L->ph_defer). Each one must be
  * held when this returns 0: the child binds over them next. <0 with err filled. */
 int plan_make_pending(struct launch *L, struct corral_error *err);

@@ -1533,32 +1533,94 @@ static void release_watch(const struct placeholder *h)
  * process: an exit waits, in the kernel, for a close under way, and closes what is left.
  * Nothing is visible on the host either: the names are gone before the caller goes on. A
  * forked child (or a thread that cannot start) closes them itself. */
+/* A placeholder kept after its run (plan_placeholders_linger): still held (the shared lock
+ * of its run's descriptor), removed by the closer when it is due, unless a run took it
+ * again meanwhile. */
+struct lingering {
+	char *path;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	uint64_t due; /* CLOCK_MONOTONIC, ns */
+};
+
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int *fds;
 	size_t n, cap;
+	struct lingering *lg; /* one per placeholder (by inode): the latest run's descriptor */
+	size_t n_lg, cap_lg;
+	_Atomic uint64_t linger_ns; /* 0: placeholders go at their run's end */
+	unsigned busy;              /* lingering placeholders the thread is releasing now */
+	pthread_cond_t idle;
 	/* the process whose thread it is (0: none yet); read without the lock by close_later,
 	 * which must not take it in a forked child */
 	_Atomic pid_t pid;
 	bool failed;
-} closer = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+} closer = {.mu = PTHREAD_MUTEX_INITIALIZER,
+            .cv = PTHREAD_COND_INITIALIZER,
+            .idle = PTHREAD_COND_INITIALIZER};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void release_one(struct placeholder *h, bool close_now);
+
+/* A lingering placeholder that is due: released as its run would have released it. */
+static void release_lingering(struct lingering *e)
+{
+	struct placeholder h = {.path = e->path, .fd = e->fd, .created = true};
+	release_one(&h, true);
+}
 
 static void *closer_main(void *unused)
 {
 	(void)unused;
 	int batch[64];
+	struct lingering due[32];
 	pthread_mutex_lock(&closer.mu);
 	for (;;) {
-		while (!closer.n)
-			pthread_cond_wait(&closer.cv, &closer.mu);
+		uint64_t now = mono_ns(), next = UINT64_MAX;
+		size_t k_lg = 0;
+		for (size_t i = 0; i < closer.n_lg;) {
+			if (closer.lg[i].due <= now && k_lg < ARRAY_SIZE(due)) {
+				due[k_lg++] = closer.lg[i];
+				closer.lg[i] = closer.lg[--closer.n_lg];
+				continue;
+			}
+			if (closer.lg[i].due < next)
+				next = closer.lg[i].due;
+			i++;
+		}
+		if (!closer.n && !k_lg) {
+			if (next == UINT64_MAX) {
+				pthread_cond_wait(&closer.cv, &closer.mu);
+			} else {
+				struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
+				                      .tv_nsec = (long)(next % 1000000000u)};
+				pthread_cond_clockwait(&closer.cv, &closer.mu, CLOCK_MONOTONIC,
+				                       &ts);
+			}
+			continue;
+		}
 		size_t k = closer.n < ARRAY_SIZE(batch) ? closer.n : ARRAY_SIZE(batch);
 		closer.n -= k;
 		memcpy(batch, closer.fds + closer.n, k * sizeof(int));
+		closer.busy += (unsigned)k_lg;
 		pthread_mutex_unlock(&closer.mu);
 		for (size_t i = 0; i < k; i++)
 			close(batch[i]);
+		for (size_t i = 0; i < k_lg; i++)
+			release_lingering(&due[i]);
 		pthread_mutex_lock(&closer.mu);
+		closer.busy -= (unsigned)k_lg;
+		if (!closer.busy)
+			pthread_cond_broadcast(&closer.idle);
 	}
 	return NULL;
 }
@@ -1621,60 +1683,166 @@ static void close_later(int fd)
 		close(fd);
 }
 
+static bool is_git_redirect(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	for (size_t k = 0; base && k < ARRAY_SIZE(git_redirects); k++)
+		if (!strcmp(base + 1, git_redirects[k]))
+			return true;
+	return false;
+}
+
+/* One protected path at its run's end: a placeholder (made by this run, or marked as
+ * corral's by another) is removed if it is still the empty thing that was made and no other
+ * run holds it. The descriptor is closed (a removed directory's by the closer unless
+ * close_now) and the path freed. */
+static void release_one(struct placeholder *h, bool close_now)
+{
+	if (h->watch) {
+		if (h->fd >= 0) {
+			release_watch(h);
+			close(h->fd);
+		}
+		free(h->path);
+		return;
+	}
+	char v[2];
+	bool redirect = is_git_redirect(h->path);
+	if (redirect && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
+	    fgetxattr(h->fd, PLANTED_XATTR, v, sizeof(v)) > 0) {
+		/* a git redirect a sandbox made (remove_planted): the last holder removes
+		 * it, whatever it holds */
+		struct stat a, b;
+		if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino && S_ISREG(b.st_mode))
+			(void)unlink(h->path);
+	} else if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
+	           /* the mark is read again now: a run that made it may have set it only
+	            * after this one looked (creation and marking are not one step) */
+	           (h->created || fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0)) {
+		struct stat a, b;
+		if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino) {
+			bool dir = S_ISDIR(b.st_mode);
+			bool gone = dir                                    ? rmdir(h->path) == 0
+			            : S_ISREG(b.st_mode) && b.st_size == 0 ? unlink(h->path) == 0
+			                                                   : false;
+			/* something was put into it on the host meanwhile (the sandbox could
+			 * not): it is the user's now, so drop corral's mark */
+			if (!gone)
+				(void)fremovexattr(h->fd, PLACEHOLDER_XATTR);
+			if (gone && dir && !close_now) {
+				close_later(h->fd);
+				h->fd = -1;
+			}
+		}
+	}
+	if (h->fd >= 0)
+		close(h->fd);
+	free(h->path);
+}
+
 void plan_release_protected(struct placeholder *held, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		struct placeholder *h = &held[i];
-		if (h->watch) {
-			if (h->fd >= 0) {
-				release_watch(h);
-				close(h->fd);
-			}
-			free(h->path);
-			continue;
-		}
-		/* Remove a placeholder (made by this run, or marked as corral's by another), if it
-		 * is still the empty thing that was made and no other run holds it. */
-		char v[2];
-		const char *base = strrchr(h->path, '/');
-		bool redirect = false;
-		for (size_t k = 0; base && k < ARRAY_SIZE(git_redirects); k++)
-			redirect |= !strcmp(base + 1, git_redirects[k]);
-		if (redirect && h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
-		    fgetxattr(h->fd, PLANTED_XATTR, v, sizeof(v)) > 0) {
-			/* a git redirect a sandbox made (remove_planted): the last holder removes
-			 * it, whatever it holds */
-			struct stat a, b;
-			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 &&
-			    a.st_dev == b.st_dev && a.st_ino == b.st_ino && S_ISREG(b.st_mode))
-				(void)unlink(h->path);
-		} else if (h->fd >= 0 && flock(h->fd, LOCK_EX | LOCK_NB) == 0 &&
-		           /* the mark is read again now: a run that made it may have set it only
-		            * after this one looked (creation and marking are not one step) */
-		           (h->created || fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) > 0)) {
-			struct stat a, b;
-			if (fstat(h->fd, &a) == 0 && lstat(h->path, &b) == 0 && a.st_dev == b.st_dev &&
-			    a.st_ino == b.st_ino) {
-				bool dir = S_ISDIR(b.st_mode);
-				bool gone = dir ? rmdir(h->path) == 0 /* unless empty */
-				            : S_ISREG(b.st_mode) && b.st_size == 0
-				                ? unlink(h->path) == 0
-				                : false;
-				/* something was put into it on the host meanwhile (the sandbox could
-				 * not): it is the user's now, so drop corral's mark */
-				if (!gone)
-					(void)fremovexattr(h->fd, PLACEHOLDER_XATTR);
-				if (gone && dir) {
-					close_later(h->fd);
-					h->fd = -1;
-				}
-			}
-		}
-		if (h->fd >= 0)
-			close(h->fd);
-		free(h->path);
-	}
+	for (size_t i = 0; i < n; i++)
+		release_one(&held[i], false);
 	free(held);
+}
+
+/* Keep h lingering instead of releasing it now: only a placeholder that carries the mark
+ * (so that the next run shares it as corral's, and whichever run lets go of it last removes
+ * it), in the process whose closer thread it is. */
+static bool linger_keep(struct placeholder *h, uint64_t ns)
+{
+	if (h->watch || h->fd < 0 || !h->created || is_git_redirect(h->path))
+		return false;
+	pid_t me = getpid(), owner = atomic_load(&closer.pid);
+	if (owner && owner != me)
+		return false; /* a forked child: no thread of its own */
+	/* It holds a descriptor per placeholder (up to 18 with the default list), which a
+	 * process short of them needs for its next run: only while three quarters of the
+	 * limit are free. New descriptors take the lowest free numbers, so a descriptor's
+	 * number tells about how many are open below it. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 ||
+	    (rl.rlim_cur != RLIM_INFINITY && (rlim_t)h->fd >= rl.rlim_cur / 4))
+		return false;
+	char v[2];
+	struct stat st;
+	if (fgetxattr(h->fd, PLACEHOLDER_XATTR, v, sizeof(v)) <= 0 || fstat(h->fd, &st) < 0)
+		return false;
+	int old_fd = -1;
+	char *old_path = NULL;
+	bool kept = false;
+	pthread_mutex_lock(&closer.mu);
+	if (closer_ready(me)) {
+		struct lingering *e = NULL;
+		for (size_t i = 0; i < closer.n_lg && !e; i++)
+			if (closer.lg[i].dev == st.st_dev && closer.lg[i].ino == st.st_ino)
+				e = &closer.lg[i];
+		if (!e && closer.n_lg == closer.cap_lg) {
+			size_t cap = closer.cap_lg ? 2 * closer.cap_lg : 32;
+			struct lingering *g = realloc(closer.lg, cap * sizeof(*g));
+			if (g) {
+				closer.lg = g;
+				closer.cap_lg = cap;
+			}
+		}
+		if (!e && closer.n_lg < closer.cap_lg) {
+			e = &closer.lg[closer.n_lg++];
+			e->fd = -1;
+			e->path = NULL;
+		}
+		if (e) {
+			/* the same placeholder lingering from an earlier run: this run's lock
+			 * holds it now, so that one's goes */
+			old_fd = e->fd;
+			old_path = e->path;
+			*e = (struct lingering){.path = h->path,
+			                        .fd = h->fd,
+			                        .dev = st.st_dev,
+			                        .ino = st.st_ino,
+			                        .due = mono_ns() + ns};
+			pthread_cond_signal(&closer.cv);
+			kept = true;
+		}
+	}
+	pthread_mutex_unlock(&closer.mu);
+	if (old_fd >= 0)
+		close(old_fd);
+	free(old_path);
+	return kept;
+}
+
+void plan_release_protected_end(struct placeholder *held, size_t n)
+{
+	uint64_t ns = atomic_load(&closer.linger_ns);
+	for (size_t i = 0; i < n; i++)
+		if (!ns || !linger_keep(&held[i], ns))
+			release_one(&held[i], false);
+	free(held);
+}
+
+void plan_placeholders_linger(unsigned ms)
+{
+	pthread_mutex_lock(&closer.mu);
+	atomic_store(&closer.linger_ns, (uint64_t)ms * 1000000u);
+	struct lingering *all = NULL;
+	size_t n = 0;
+	if (!ms && atomic_load(&closer.pid) == getpid()) {
+		/* stopped: everything lingering goes now, and what the thread is releasing is
+		 * waited for, so that nothing is left when the caller goes on */
+		all = closer.lg;
+		n = closer.n_lg;
+		closer.lg = NULL;
+		closer.n_lg = closer.cap_lg = 0;
+		while (closer.busy)
+			pthread_cond_wait(&closer.idle, &closer.mu);
+	}
+	pthread_mutex_unlock(&closer.mu);
+	for (size_t i = 0; i < n; i++)
+		release_lingering(&all[i]);
+	free(all);
 }
 
 int plan_make_pending(struct launch *L, struct corral_error *err)

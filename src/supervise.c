@@ -393,7 +393,7 @@ static void release_host_state(corral_proc *p)
 				close(p->lo.held[i].fd);
 				p->lo.held[i].fd = -1;
 			}
-		plan_release_protected(p->lo.held, p->lo.n_held);
+		plan_release_protected_end(p->lo.held, p->lo.n_held);
 		p->lo.held = NULL;
 		p->lo.n_held = 0;
 	}

@@ -82,6 +82,11 @@ void usage_mcp(FILE *f)
 	    "                           allow-list, /dev) from a copy of one built once, on a\n"
 	    "                           tmpfs read-only at its superblock (default on; shown\n"
 	    "                           in the isolation record); off: each builds its own\n"
+	    "      --placeholder-linger DUR  keep a call's protected-path placeholders (an\n"
+	    "                           empty .envrc, .vscode/, ... where the workspace has\n"
+	    "                           none) this long after it ends, for the next call to\n"
+	    "                           take over (default 10ms; 0 = remove them at once;\n"
+	    "                           at most 10s)\n"
 	    "      --max-queue N        calls that may wait (default 10000); beyond, a call\n"
 	    "                           gets a \"server busy\" error result\n"
 	    "      --max-queue-bytes SIZE  request bytes the waiting calls may hold together\n"
@@ -120,6 +125,7 @@ enum {
 	OPT_MAX_QUEUE_BYTES,
 	OPT_MAX_SESSIONS,
 	OPT_SESSION_IDLE,
+	OPT_PLACEHOLDER_LINGER,
 	OPT_MAX_JOBS,
 	OPT_JOB_TIMEOUT,
 	OPT_MAX_MESSAGE,
@@ -158,6 +164,7 @@ static const struct option long_opts[] = {
     {"max-queue-bytes", required_argument, NULL, OPT_MAX_QUEUE_BYTES},
     {"max-sessions", required_argument, NULL, OPT_MAX_SESSIONS},
     {"session-idle", required_argument, NULL, OPT_SESSION_IDLE},
+    {"placeholder-linger", required_argument, NULL, OPT_PLACEHOLDER_LINGER},
     {"max-jobs", required_argument, NULL, OPT_MAX_JOBS},
     {"job-timeout", required_argument, NULL, OPT_JOB_TIMEOUT},
     {"max-message-bytes", required_argument, NULL, OPT_MAX_MESSAGE},
@@ -370,6 +377,16 @@ static int apply_opt(int c, const char *arg, struct mcp_options *o, struct flags
 			return cli_bad_value("--session-idle", arg, why);
 		o->session_idle_ms = v;
 		return 0;
+	case OPT_PLACEHOLDER_LINGER:
+		if (parse_duration_ms(arg, &v, &why) < 0)
+			return cli_bad_value("--placeholder-linger", arg, why);
+		if (v > 10000)
+			return cli_bad_value(
+			    "--placeholder-linger", arg,
+			    "at most 10s: placeholders are for the length of a call, "
+			    "and this only bridges the gap to the next one");
+		o->placeholder_linger_ms = (unsigned)v;
+		return 0;
 	case OPT_JOB_TIMEOUT:
 		if (parse_duration_ms(arg, &v, &why) < 0)
 			return cli_bad_value("--job-timeout", arg, why);
@@ -440,6 +457,7 @@ static int configure(int argc, char **argv, struct mcp_options *o, corral_config
 	o->max_jobs = 16;
 	o->job_timeout_ms = 60 * 60 * 1000;
 	o->max_finished_jobs = 64;
+	o->placeholder_linger_ms = MCP_DEFAULT_PLACEHOLDER_LINGER_MS;
 	/* --prebuild's default from the environment (the test suite's fast-path pass uses it) */
 	const char *pre = getenv("CORRAL_MCP_PREBUILD");
 	if (pre && *pre && set_prebuild(o, "CORRAL_MCP_PREBUILD", pre) != 0)

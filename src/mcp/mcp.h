@@ -33,6 +33,7 @@ enum {
 };
 
 #define MCP_DEFAULT_MAX_MESSAGE (4u << 20) /* bytes per message, newline excluded */
+#define MCP_DEFAULT_PLACEHOLDER_LINGER_MS 10u           /* --placeholder-linger */
 #define MCP_DEFAULT_MAX_QUEUE_BYTES ((size_t)256 << 20) /* request bytes of waiting calls */
 
 /* ---- framing (jsonrpc.c, pure) -------------------------------------------------------- */
@@ -156,6 +157,7 @@ struct mcp_options {
 	unsigned max_concurrent;  /* run calls (run_command, run_code, run_pipeline) at once */
 	unsigned prebuild;        /* parked sandboxes kept built ahead (0: none) */
 	bool no_mount_template;   /* --mount-template off: every sandbox builds its whole tree */
+	unsigned placeholder_linger_ms; /* a call's placeholders stay this long after it */
 	size_t max_queue;         /* waiting calls beyond that */
 	size_t max_queue_bytes;   /* request bytes of the waiting calls, together (0: no limit) */
 	size_t max_message;       /* bytes per incoming message */

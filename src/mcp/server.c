@@ -2961,6 +2961,9 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 	 * keeps true (DESIGN §18); without one (no inotify instance left) it looks itself. */
 	if (o->prebuild)
 		s.hc = hcache_new();
+	/* A call's placeholders stay a little after it, held, for the next call to take over
+	 * (DESIGN §18): back-to-back calls then make and remove them once, not each time. */
+	plan_placeholders_linger(o->placeholder_linger_ms);
 	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent run calls, "
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
@@ -2970,6 +2973,7 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 	                      : "unavailable");
 	run_loop(&s);
 	shutdown_all(&s);
+	plan_placeholders_linger(0); /* what lingers goes now: nothing stays after the server */
 	if (s.mtpl) {
 		o->base->mtpl = NULL;
 		mtpl_free(s.mtpl);

@@ -1032,6 +1032,110 @@ assert s.close() == 0
 PY
 }
 
+# --placeholder-linger: a call's placeholders stay on the host, held and marked, for the
+# next call to take over; then they go. Judged on the host: the files' presence, inodes and
+# marks, and an empty workspace after the server.
+test_mcp_placeholders_linger_between_calls() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, subprocess, time, mcp_client as M
+ws = os.environ["WS"]
+names = [".envrc", ".vscode", ".mcp.json", ".git"]
+def host():
+    out = {}
+    for n in names:
+        try:
+            out[n] = os.lstat(os.path.join(ws, n)).st_ino
+        except FileNotFoundError:
+            pass
+    return out
+def seen(s):
+    r = s.call("run_command", {"argv": ["stat", "-c", "%n %i"] + names})
+    assert r["structuredContent"]["exit_code"] == 0, M.text_of(r)
+    return {l.split()[0]: int(l.split()[1]) for l in r["structuredContent"]["stdout"].split("\n") if l}
+def wait_empty(limit):
+    end = time.monotonic() + limit
+    while time.monotonic() < end and host():
+        time.sleep(0.02)
+    return host()
+assert host() == {}, host()
+# --prebuild 0: sandboxes built ahead hold their placeholders while they are parked
+s = M.Server(M.corral_argv(["-w", ws, "--placeholder-linger", "3s", "--prebuild", "0"]))
+s.initialize()
+first = seen(s)
+assert set(first) == set(names), first
+time.sleep(1)
+# still there a second after the call: lingering, empty, marked as corral's
+assert host() == first, (host(), first)
+assert os.path.getsize(os.path.join(ws, ".envrc")) == 0
+assert os.getxattr(os.path.join(ws, ".envrc"), "user.corral.placeholder") == b"1"
+# the next call takes them over: the same inodes, never gone in between
+second = seen(s)
+assert second == first, (second, first)
+# a one-shot run in the same workspace meanwhile shares them and leaves them to the server
+rc = subprocess.run([os.environ["CORRAL"], "run", "-w", ws, "--", "true"]).returncode
+assert rc == 0, rc
+assert host() == first, (host(), first)
+# the linger starts again at each call's end: there a second after the second call
+time.sleep(1)
+assert host() == first, (host(), first)
+left = wait_empty(8)
+assert left == {}, ("placeholders left after the linger", left)
+assert s.close() == 0
+assert os.listdir(ws) == [], os.listdir(ws)
+
+# the default is short: gone while the server still runs
+s = M.Server(M.corral_argv(["-w", ws, "--prebuild", "0"]))
+s.initialize()
+assert set(seen(s)) == set(names)
+left = wait_empty(3)
+assert left == {}, ("placeholders left with the default linger", left)
+assert s.response(s.request("ping"))["result"] == {}
+assert s.close() == 0
+PY
+}
+
+# The server's end removes what lingers at once (not after the linger), and a placeholder the
+# host wrote into while it lingered is the user's: it stays, without corral's mark.
+test_mcp_placeholders_linger_ends_with_server() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+ws = os.environ["WS"]
+s = M.Server(M.corral_argv(["-w", ws, "--placeholder-linger", "10s"]))
+s.initialize()
+r = s.call("run_command", {"argv": ["true"]})
+assert r["structuredContent"]["exit_code"] == 0, M.text_of(r)
+assert os.path.isdir(os.path.join(ws, ".vscode")), os.listdir(ws)
+with open(os.path.join(ws, ".envrc"), "w") as f:
+    f.write("export MINE=1\n")
+t0 = time.monotonic()
+assert s.close() == 0
+dt = time.monotonic() - t0
+assert dt < 5, ("the server waited for the linger", dt)
+assert os.listdir(ws) == [".envrc"], os.listdir(ws)
+with open(os.path.join(ws, ".envrc")) as f:
+    assert f.read() == "export MINE=1\n"
+try:
+    os.getxattr(os.path.join(ws, ".envrc"), "user.corral.placeholder")
+    raise AssertionError("the user's .envrc still carries corral's mark")
+except OSError as e:
+    assert e.errno == 61, e  # ENODATA
+PY
+}
+
+test_mcp_placeholder_linger_bad_values() {
+	local err rc v
+	for v in 11s -1 abc 0.5ms 10x; do
+		err=$(printf '' | "$CORRAL" mcp -w "$WS" --placeholder-linger "$v" 2>&1)
+		rc=$?
+		assert_eq "$rc" 125 "--placeholder-linger $v"
+		assert_contains "$err" "--placeholder-linger"
+		assert_contains "$err" "$v"
+	done
+	assert_contains "$(printf '' | "$CORRAL" mcp -w "$WS" --placeholder-linger 11s 2>&1)" "at most 10s"
+	printf '' | "$CORRAL" mcp -w "$WS" --placeholder-linger 0 2>/dev/null
+	assert_eq "$?" 0 "--placeholder-linger 0"
+}
+
 mcp_shutdown_case() { # how: eof|TERM|INT
 	local how=$1 mark="corral-mcp-$1-$RANDOM$RANDOM"
 	HOW=$how MARK=$mark mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
