@@ -154,14 +154,14 @@ void violations_pids_elsewhere(const struct corral_config *cfg, struct corral_re
 
 /* ---- launch.c -------------------------------------------------------------------------- */
 
-/* A protected path held for the length of a run: a shared flock on it, and whether this run
- * created it as an empty placeholder (then it removes it afterwards). */
 /* plan.c: keep each run's protected-path placeholders ms milliseconds after the run's end
  * (corral mcp --placeholder-linger), removed by the library's closer thread unless a later
  * run took them over. 0 (the default): removed at the run's end; setting 0 also removes
  * what lingers now, before it returns. */
 void plan_placeholders_linger(unsigned ms);
 
+/* A protected path held for the length of a run: a shared flock on it, and whether this run
+ * created it as an empty placeholder (then it removes it afterwards). */
 struct placeholder {
 	char *path;
 	int fd;

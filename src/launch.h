@@ -102,7 +102,8 @@ void plan_argarea(uintptr_t *start, uintptr_t *end);
 /* Release the protected paths of a run: remove the placeholders it created that are still
  * empty and held by no other run, close the locks, free the list. */
 void plan_release_protected(struct placeholder *held, size_t n);
-/* The same at the normal end of a run: while plan_placeholders_linger() is set, each
+/* The same at a run's end, once everything of it has exited (however it ended, and for a
+ * parked sandbox let go of unused): while plan_placeholders_linger() is set, each
  * placeholder still held (and marked as corral's) stays that long first, held, so that the
  * next run in the workspace takes it over instead of making it again. */
 void plan_release_protected_end(struct placeholder *held, size_t n);

@@ -945,14 +945,16 @@ static bool strv_has(char *const *v, size_t n, const char *path)
 }
 
 /* An empty directory: another run's placeholder (its mark may not be set yet), or one that
- * holds nothing to protect. Either way it is made read-only as a whole, like a missing one. */
+ * holds nothing to protect. Either way it is made read-only as a whole, like a missing one.
+ * So is one gone since the caller looked (another run's placeholder, let go of meanwhile):
+ * the caller treats it as missing, and protect_one makes it again. */
 static bool is_empty_dir(const char *path, const struct stat *st)
 {
 	if (!S_ISDIR(st->st_mode))
 		return false;
 	DIR *d = opendir(path);
 	if (!d)
-		return false;
+		return errno == ENOENT;
 	struct dirent *de;
 	bool empty = true;
 	while (empty && (de = readdir(d)))
@@ -1523,16 +1525,6 @@ static void release_watch(const struct placeholder *h)
 	}
 }
 
-/* The end of a removed directory placeholder, off the caller's path. The rmdir takes the
- * name away at once; the directory itself ends when its last descriptor (ours, which holds
- * the lock) is closed, and that frees its block, which on a file system mounted with
- * `discard` (ext4 on many cloud disks) waits for the device: 0.15 ms a directory on the
- * 2-core machine, six of them in a workspace that has none of the protected directories, a
- * seventh of a one-shot run. A thread of the library closes them instead, so the caller
- * goes on (a one-shot records and prints its result meanwhile). Nothing outlives the
- * process: an exit waits, in the kernel, for a close under way, and closes what is left.
- * Nothing is visible on the host either: the names are gone before the caller goes on. A
- * forked child (or a thread that cannot start) closes them itself. */
 /* A placeholder kept after its run (plan_placeholders_linger): still held (the shared lock
  * of its run's descriptor), removed by the closer when it is due, unless a run took it
  * again meanwhile. */
@@ -1544,6 +1536,16 @@ struct lingering {
 	uint64_t due; /* CLOCK_MONOTONIC, ns */
 };
 
+/* The end of a removed directory placeholder, off the caller's path. The rmdir takes the
+ * name away at once; the directory itself ends when its last descriptor (ours, which holds
+ * the lock) is closed, and that frees its block, which on a file system mounted with
+ * `discard` (ext4 on many cloud disks) waits for the device: 0.15 ms a directory on the
+ * 2-core machine, six of them in a workspace that has none of the protected directories, a
+ * seventh of a one-shot run. A thread of the library closes them instead, so the caller
+ * goes on (a one-shot records and prints its result meanwhile). Nothing outlives the
+ * process: an exit waits, in the kernel, for a close under way, and closes what is left.
+ * Nothing is visible on the host either: the names are gone before the caller goes on. A
+ * forked child (or a thread that cannot start) closes them itself. */
 static struct {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -1553,6 +1555,7 @@ static struct {
 	size_t n_lg, cap_lg;
 	_Atomic uint64_t linger_ns; /* 0: placeholders go at their run's end */
 	unsigned busy;              /* lingering placeholders the thread is releasing now */
+	unsigned planning;          /* plans under way in this process: nothing is released */
 	pthread_cond_t idle;
 	/* the process whose thread it is (0: none yet); read without the lock by close_later,
 	 * which must not take it in a forked child */
@@ -1587,8 +1590,9 @@ static void *closer_main(void *unused)
 	for (;;) {
 		uint64_t now = mono_ns(), next = UINT64_MAX;
 		size_t k_lg = 0;
+		bool hold = closer.planning > 0;
 		for (size_t i = 0; i < closer.n_lg;) {
-			if (closer.lg[i].due <= now && k_lg < ARRAY_SIZE(due)) {
+			if (!hold && closer.lg[i].due <= now && k_lg < ARRAY_SIZE(due)) {
 				due[k_lg++] = closer.lg[i];
 				closer.lg[i] = closer.lg[--closer.n_lg];
 				continue;
@@ -1598,7 +1602,7 @@ static void *closer_main(void *unused)
 			i++;
 		}
 		if (!closer.n && !k_lg) {
-			if (next == UINT64_MAX) {
+			if (next == UINT64_MAX || hold) { /* linger_unhold() signals */
 				pthread_cond_wait(&closer.cv, &closer.mu);
 			} else {
 				struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
@@ -1610,7 +1614,8 @@ static void *closer_main(void *unused)
 		}
 		size_t k = closer.n < ARRAY_SIZE(batch) ? closer.n : ARRAY_SIZE(batch);
 		closer.n -= k;
-		memcpy(batch, closer.fds + closer.n, k * sizeof(int));
+		if (k) /* (only lingering ones due: the queue may not even be allocated) */
+			memcpy(batch, closer.fds + closer.n, k * sizeof(int));
 		closer.busy += (unsigned)k_lg;
 		pthread_mutex_unlock(&closer.mu);
 		for (size_t i = 0; i < k; i++)
@@ -1814,6 +1819,26 @@ static bool linger_keep(struct placeholder *h, uint64_t ns)
 	return kept;
 }
 
+/* While this process plans a run, the closer lets what lingers be: the plan looks at those
+ * placeholders and takes them over, and one removed halfway would only be made again. */
+static bool linger_hold(void)
+{
+	if (!atomic_load(&closer.linger_ns) || atomic_load(&closer.pid) != getpid())
+		return false;
+	pthread_mutex_lock(&closer.mu);
+	closer.planning++;
+	pthread_mutex_unlock(&closer.mu);
+	return true;
+}
+
+static void linger_unhold(void)
+{
+	pthread_mutex_lock(&closer.mu);
+	if (!--closer.planning)
+		pthread_cond_signal(&closer.cv);
+	pthread_mutex_unlock(&closer.mu);
+}
+
 void plan_release_protected_end(struct placeholder *held, size_t n)
 {
 	uint64_t ns = atomic_load(&closer.linger_ns);
@@ -1874,7 +1899,11 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
 	                      "filesystem.deny", err)) < 0)
 		return r;
-	if ((r = plan_protected_set(L, err)) < 0)
+	bool held = !L->dry_run && linger_hold();
+	r = plan_protected_set(L, err);
+	if (held)
+		linger_unhold();
+	if (r < 0)
 		return r;
 	q->hc = L->hc;
 	q->workspace = cfg->workspace;
