@@ -1556,6 +1556,7 @@ static struct {
 	_Atomic uint64_t linger_ns; /* 0: placeholders go at their run's end */
 	unsigned busy;              /* lingering placeholders the thread is releasing now */
 	unsigned planning;          /* plans under way in this process: nothing is released */
+	bool sleeping; /* the thread waits with no time set: a new lingering one must wake it */
 	pthread_cond_t idle;
 	/* the process whose thread it is (0: none yet); read without the lock by close_later,
 	 * which must not take it in a forked child */
@@ -1602,9 +1603,13 @@ static void *closer_main(void *unused)
 			i++;
 		}
 		if (!closer.n && !k_lg) {
-			if (next == UINT64_MAX || hold) { /* linger_unhold() signals */
+			if (next == UINT64_MAX || hold) {
+				/* woken by close_later, linger_keep or linger_unhold */
+				closer.sleeping = true;
 				pthread_cond_wait(&closer.cv, &closer.mu);
+				closer.sleeping = false;
 			} else {
+				/* not woken for a later one: they are due in the order made */
 				struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
 				                      .tv_nsec = (long)(next % 1000000000u)};
 				pthread_cond_clockwait(&closer.cv, &closer.mu, CLOCK_MONOTONIC,
@@ -1757,20 +1762,14 @@ void plan_release_protected(struct placeholder *held, size_t n)
 /* Keep h lingering instead of releasing it now: only a placeholder that carries the mark
  * (so that the next run shares it as corral's, and whichever run lets go of it last removes
  * it), in the process whose closer thread it is. */
-static bool linger_keep(struct placeholder *h, uint64_t ns)
+static bool linger_keep(struct placeholder *h, uint64_t ns, rlim_t fd_max)
 {
 	if (h->watch || h->fd < 0 || !h->created || is_git_redirect(h->path))
 		return false;
 	pid_t me = getpid(), owner = atomic_load(&closer.pid);
 	if (owner && owner != me)
 		return false; /* a forked child: no thread of its own */
-	/* It holds a descriptor per placeholder (up to 18 with the default list), which a
-	 * process short of them needs for its next run: only while three quarters of the
-	 * limit are free. New descriptors take the lowest free numbers, so a descriptor's
-	 * number tells about how many are open below it. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 ||
-	    (rl.rlim_cur != RLIM_INFINITY && (rlim_t)h->fd >= rl.rlim_cur / 4))
+	if ((rlim_t)h->fd >= fd_max)
 		return false;
 	char v[2];
 	struct stat st;
@@ -1808,7 +1807,8 @@ static bool linger_keep(struct placeholder *h, uint64_t ns)
 			                        .dev = st.st_dev,
 			                        .ino = st.st_ino,
 			                        .due = mono_ns() + ns};
-			pthread_cond_signal(&closer.cv);
+			if (closer.sleeping) /* else it wakes by its own time, or is at work */
+				pthread_cond_signal(&closer.cv);
 			kept = true;
 		}
 	}
@@ -1834,7 +1834,7 @@ static bool linger_hold(void)
 static void linger_unhold(void)
 {
 	pthread_mutex_lock(&closer.mu);
-	if (!--closer.planning)
+	if (!--closer.planning && closer.sleeping)
 		pthread_cond_signal(&closer.cv);
 	pthread_mutex_unlock(&closer.mu);
 }
@@ -1842,8 +1842,16 @@ static void linger_unhold(void)
 void plan_release_protected_end(struct placeholder *held, size_t n)
 {
 	uint64_t ns = atomic_load(&closer.linger_ns);
+	/* A lingering placeholder holds a descriptor (up to 18 with the default list), which a
+	 * process short of them needs for its next run: only while three quarters of the
+	 * limit are free. New descriptors take the lowest free numbers, so a descriptor's
+	 * number tells about how many are open below it. */
+	struct rlimit rl;
+	rlim_t fd_max = 0; /* no limit known: keep nothing */
+	if (ns && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		fd_max = rl.rlim_cur == RLIM_INFINITY ? RLIM_INFINITY : rl.rlim_cur / 4;
 	for (size_t i = 0; i < n; i++)
-		if (!ns || !linger_keep(&held[i], ns))
+		if (!ns || !linger_keep(&held[i], ns, fd_max))
 			release_one(&held[i], false);
 	free(held);
 }
