@@ -487,31 +487,29 @@ static void test_versions(void)
 	CHECK("mcp_version_order", mcp_version_at_least("2025-11-25", "2025-06-18") &&
 	                               !mcp_version_at_least("2025-03-26", "2025-06-18"));
 
-	char *s = mcp_utf8_clean("a\xffz", 3);
-	CHECK("mcp_utf8_invalid_byte_replaced", s && !strcmp(s, "a\xef\xbf\xbdz"));
-	free(s);
-	s = mcp_utf8_clean("ok \xc3\xa9 \xe2\x82", 8);
-	CHECK("mcp_utf8_cut_sequence_dropped", s && !strcmp(s, "ok \xc3\xa9 "));
-	free(s);
-	s = mcp_utf8_clean("a\0b", 3);
-	CHECK("mcp_utf8_nul_replaced", s && !strcmp(s, "a\xef\xbf\xbd"
-	                                               "b"));
-	free(s);
 	/* only a valid beginning is a cut: a broken sequence at the end, or a continuation byte
 	 * alone, is replaced byte by byte; a 4-byte one cut after its second byte is dropped */
-	s = mcp_utf8_clean("\xe2\x82x", 3);
-	CHECK("mcp_utf8_broken_sequence_replaced", s && !strcmp(s, "\xef\xbf\xbd\xef\xbf\xbdx"));
-	free(s);
-	s = mcp_utf8_clean("ab\xf0\x9f", 4);
-	CHECK("mcp_utf8_cut_4_byte_dropped", s && !strcmp(s, "ab"));
-	free(s);
-	s = mcp_utf8_clean("ab\x80", 3);
-	CHECK("mcp_utf8_lone_continuation_replaced", s && !strcmp(s, "ab\xef\xbf\xbd"));
-	free(s);
-	s = mcp_utf8_clean("ab\xf0\x9fz", 5);
-	CHECK("mcp_utf8_broken_before_end_replaced",
-	      s && !strcmp(s, "ab\xef\xbf\xbd\xef\xbf\xbdz"));
-	free(s);
+	static const struct {
+		const char *name, *in;
+		size_t len;
+		const char *want;
+	} utf8[] = {
+	    {"mcp_utf8_invalid_byte_replaced", "a\xffz", 3, "a\xef\xbf\xbdz"},
+	    {"mcp_utf8_cut_sequence_dropped", "ok \xc3\xa9 \xe2\x82", 8, "ok \xc3\xa9 "},
+	    {"mcp_utf8_nul_replaced", "a\0b", 3,
+	     "a\xef\xbf\xbd"
+	     "b"},
+	    {"mcp_utf8_broken_sequence_replaced", "\xe2\x82x", 3, "\xef\xbf\xbd\xef\xbf\xbdx"},
+	    {"mcp_utf8_cut_4_byte_dropped", "ab\xf0\x9f", 4, "ab"},
+	    {"mcp_utf8_lone_continuation_replaced", "ab\x80", 3, "ab\xef\xbf\xbd"},
+	    {"mcp_utf8_broken_before_end_replaced", "ab\xf0\x9fz", 5,
+	     "ab\xef\xbf\xbd\xef\xbf\xbdz"},
+	};
+	for (size_t i = 0; i < sizeof(utf8) / sizeof(utf8[0]); i++) {
+		char *s = mcp_utf8_clean(utf8[i].in, utf8[i].len);
+		CHECK(utf8[i].name, s && !strcmp(s, utf8[i].want));
+		free(s);
+	}
 }
 
 void test_jsonrpc(void)
