@@ -48,6 +48,9 @@ struct launch {
 	struct mount_request req;             /* resolved policy paths (strings owned here) */
 	uintptr_t argarea_start, argarea_end; /* the supervisor's argv strings */
 	bool cgroupns_late; /* v1: unshare the cgroup namespace after joining the cgroup */
+	int cpu_here;       /* the supervisor's CPU at the clone (setup_elsewhere) */
+	bool net_helper;    /* a CPU is idle for the network namespace's helper (cpu_to_spare) */
+	bool netns_late;    /* the network namespace made by a helper of the child (net_helper) */
 	bool cg_join;       /* not cloned into the cgroup: the child writes itself into these */
 	char *cg_join_paths[4];
 	size_t n_cg_join;
@@ -114,6 +117,9 @@ int plan_make_pending(struct launch *L, struct corral_error *err);
  * touches nothing on the host (policy check and explain use it that way). */
 int plan_protected_set(struct launch *L, struct corral_error *err);
 bool plan_test_disabled(const char *layer);
+/* CORRAL_TEST_NET_HELPER: 1 "always" (the network namespace's helper whether or not a CPU
+ * is idle), -1 "never", 0 unset (launch_start decides). */
+int plan_test_net_helper(void);
 
 /* ---- template.c: the mount template's holder (DESIGN §18) ---- */
 /* The template key of L's plan (mount_template_prepare done): what a template holds. */

@@ -79,10 +79,10 @@ const struct seccomp_prog *plan_seccomp(bool no_namespaces, struct corral_error 
 	return &sc_prog[k];
 }
 
-/* The test hooks (CORRAL_TEST_DISABLE, CORRAL_TEST_LANDLOCK_ABI; docs/DESIGN.md §11) are
- * for the test suite only. secure_getenv() ignores them in a process the kernel marked
- * AT_SECURE (setuid, setgid, file capabilities): whoever set its environment is not trusted
- * with weakening the sandbox. */
+/* The test hooks (CORRAL_TEST_DISABLE, CORRAL_TEST_LANDLOCK_ABI, CORRAL_TEST_NET_HELPER;
+ * docs/DESIGN.md §11) are for the test suite only. secure_getenv() ignores them in a process
+ * the kernel marked AT_SECURE (setuid, setgid, file capabilities): whoever set its
+ * environment is not trusted with weakening the sandbox. */
 static const char *plan_test_env(const char *name)
 {
 	return secure_getenv(name);
@@ -100,6 +100,11 @@ bool plan_test_disabled(const char *layer)
 	return false;
 }
 
+int plan_test_net_helper(void)
+{
+	const char *v = plan_test_env("CORRAL_TEST_NET_HELPER");
+	return !v ? 0 : !strcmp(v, "always") ? 1 : !strcmp(v, "never") ? -1 : 0;
+}
 
 static int split_path(struct launch *L)
 {

@@ -11,6 +11,9 @@
  *             clone/unshare with that namespace's flag -> EPERM, clone3 -> ENOSYS (a
  *             container runtime's seccomp profile, or user.max_net_namespaces=0): user
  *             namespaces work, that one namespace does not
+ *   nethelper clone with CLONE_VM but neither CLONE_VFORK nor CLONE_THREAD -> EPERM (a tool
+ *             such as valgrind, which runs no such process): the init's helper for the
+ *             network namespace cannot start, and the init makes the namespace itself
  *   landlock  landlock_create_ruleset -> ENOSYS (an old kernel, or landlock not in lsm=)
  *   seccomp   seccomp(SECCOMP_SET_MODE_FILTER) and prctl(PR_SET_SECCOMP) -> EINVAL
  *             (a kernel without CONFIG_SECCOMP_FILTER)
@@ -30,10 +33,10 @@
 int main(int argc, char **argv)
 {
 	if (argc < 4 || strcmp(argv[2], "--")) {
-		fprintf(
-		    stderr,
-		    "usage: nolayer userns,clone3,netns,ipcns,utsns,cgroupns,landlock,seccomp -- "
-		    "COMMAND [ARG...]\n");
+		fprintf(stderr,
+		        "usage: nolayer "
+		        "userns,clone3,netns,ipcns,utsns,cgroupns,nethelper,landlock,seccomp -- "
+		        "COMMAND [ARG...]\n");
 		return 2;
 	}
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -59,6 +62,11 @@ int main(int argc, char **argv)
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
 			                      SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+		} else if (!strcmp(tok, "nethelper")) {
+			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+			                      SCMP_A0(SCMP_CMP_MASKED_EQ,
+			                              CLONE_VM | CLONE_VFORK | CLONE_THREAD,
+			                              CLONE_VM));
 		} else if (!strcmp(tok, "clone3")) {
 			r |= seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
 		} else if (!strcmp(tok, "landlock")) {

@@ -130,8 +130,16 @@ _Noreturn void mount_template_child(const struct mount_plan *plan, int sock);
 
 /* ---- net.c ---------------------------------------------------------------------------- */
 
-/* Child: bring up "lo" in the new network namespace. */
+/* Child: bring up "lo" in the new network namespace. 0 or -errno. */
 int net_loopback_up_child(void);
+/* The init's helper (launch.c, net_helper_main): move to cpu (unless -1), make a network
+ * namespace of its own, bring its lo up, and put a descriptor of it at target_fd (which
+ * the caller holds open, so the number is not taken meanwhile). 0 or -errno, with *step
+ * 0 for the namespace, 1 for lo, 2 for the descriptor. Touches no errno (the helper shares
+ * the init's memory). */
+int net_make_child(int cpu, int target_fd, int *step);
+/* Whether net_make_child's system calls avoid errno on this architecture. */
+bool net_helper_supported(void);
 
 /* ---- landlock.c ----------------------------------------------------------------------- */
 

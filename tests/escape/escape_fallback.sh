@@ -395,6 +395,32 @@ test_escape_cli_fallback_test_hooks_ignored_when_secure() {
 	assert_contains "$(grep '^ *landlock ' <<<"$out")" "abi $abi" "the ABI cap in an AT_SECURE process"
 }
 
+# The init's helper for the network namespace cannot start (a clone that shares the init's
+# memory refused, as a tool like valgrind refuses it): the init makes the namespace itself,
+# and the sandbox is the same: its own fresh namespace, owned by its user namespace, with
+# its loopback up, the host's canary listener unreached, and the command pid 2.
+escape_case_fallback_net_helper_refused_init_makes_it() {
+	esc_probe
+	esc_canary
+	esc_tcp_canary "$ESC_C/tcp"
+	esc_nsinfo_py
+	local out a host_net
+	host_net=$(stat -L -c %i /proc/self/ns/net)
+	out=$(CORRAL_TEST_NET_HELPER=always crn nethelper --json -c "/usr/bin/python3 nsinfo.py; ./probe connect-tcp 127.0.0.1 $ESC_PORT;
+		/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1); socket.create_connection(s.getsockname()); print(\"lo ok\")'" 2>/dev/null)
+	assert_eq "$(jget exit_code <<<"$out")" 0 "the run ($out)"
+	assert_eq "$(jget isolation.netns.applied <<<"$out")" true
+	read -r -a a <<<"$(jget stdout <<<"$out" | head -1)"
+	[ "${#a[@]}" -ge 5 ] || fail "nsinfo: $out"
+	[ "${a[0]}" != "$host_net" ] || fail "the sandbox is in the host's network namespace ($out)"
+	assert_eq "${a[1]}" "${a[2]}" "the network namespace's owner is the sandbox's user namespace"
+	assert_eq "${a[4]}" "1,2,3" "the sandbox's processes: init, the shell, python"
+	assert_contains "$(jget stdout <<<"$out")" "errno="
+	assert_contains "$(jget stdout <<<"$out")" "lo ok"
+	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the host's canary"
+	assert_canary_unchanged "network helper refused"
+}
+
 # A host that refuses one namespace while user namespaces work (a container runtime's seccomp
 # profile, user.max_net_namespaces=0): required names it and runs nothing; auto goes on
 # without that namespace and keeps the others, rather than dropping to the tier without

@@ -117,6 +117,58 @@ a, _ = s.accept(); c.sendall(b"ping"); print(a.recv(4).decode())
 	assert_eq "$(esc_count "$ESC_C/tcp")" 0 "connections seen by the host canary on the same port"
 }
 
+# The sandbox's network namespace is its own: not the host's, not another sandbox's running
+# at the same time, and owned by the sandbox's own user namespace (NS_GET_USERNS answers
+# for it; for a namespace of the host's it fails with EPERM). Since 2026-11-29 a helper of
+# the init makes it beside the mount setup (DESIGN §18); the helper is gone before the
+# command starts, which is pid 2 with nothing but its init beside it.
+esc_nsinfo_py() {
+	cat >"$WS/nsinfo.py" <<'PY'
+import fcntl, os, sys
+fd = os.open("/proc/self/ns/net", os.O_RDONLY)
+try:
+    owner = os.fstat(fcntl.ioctl(fd, 0xB701)).st_ino  # NS_GET_USERNS
+except OSError as e:
+    owner = "errno=%d" % e.errno
+procs = ",".join(sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int))
+print(os.stat("/proc/self/ns/net").st_ino, owner, os.stat("/proc/self/ns/user").st_ino,
+      os.getpid(), procs)
+PY
+}
+
+escape_case_net_namespace_own_fresh_and_owned() {
+	esc_nsinfo_py
+	local host_net host_user out a b i h
+	host_net=$(stat -L -c %i /proc/self/ns/net)
+	host_user=$(stat -L -c %i /proc/self/ns/user)
+	# with the helper (what an idle machine gets), and without it (the clone makes the
+	# namespace: CPUs all busy, or one CPU)
+	for h in always never; do
+		out=$(CORRAL_TEST_NET_HELPER=$h cr -- /usr/bin/python3 nsinfo.py 2>&1)
+		read -r -a a <<<"$out"
+		[ "${#a[@]}" -ge 5 ] || fail "$h: nsinfo: $out"
+		[ "${a[0]}" != "$host_net" ] || fail "$h: the sandbox is in the host's network namespace ($out)"
+		[ "${a[2]}" != "$host_user" ] || fail "$h: the sandbox is in the host's user namespace ($out)"
+		assert_eq "${a[1]}" "${a[2]}" "$h: the network namespace's owner is the sandbox's user namespace ($out)"
+		assert_eq "${a[3]}" 2 "$h: the command's pid ($out)"
+		assert_eq "${a[4]}" 1,2 "$h: the sandbox's processes: its init and the command, no helper left ($out)"
+	done
+	# two at the same time: one waits (its namespace alive) while the other looks
+	rm -f "$WS/a.txt" "$WS/b.txt" "$WS/go"
+	CORRAL_TEST_NET_HELPER=always cr -c '/usr/bin/python3 nsinfo.py > a.txt; i=0; while [ ! -e go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done' >/dev/null 2>&1 &
+	local bg=$!
+	for i in $(seq 200); do [ -s "$WS/a.txt" ] && break; sleep 0.05; done
+	CORRAL_TEST_NET_HELPER=always cr -- /usr/bin/python3 nsinfo.py >"$WS/b.txt" 2>&1
+	touch "$WS/go"
+	wait $bg
+	read -r -a a <"$WS/a.txt"
+	read -r -a b <"$WS/b.txt"
+	[ "${#a[@]}" -ge 5 ] && [ "${#b[@]}" -ge 5 ] || fail "nsinfo: $(cat "$WS/a.txt" "$WS/b.txt")"
+	[ "${a[0]}" != "${b[0]}" ] || fail "two sandboxes running at once share a network namespace (${a[0]})"
+	[ "${b[0]}" != "$host_net" ] || fail "the second sandbox is in the host's network namespace"
+	assert_eq "${b[1]}" "${b[2]}" "the second sandbox's network namespace is its user namespace's"
+}
+
 escape_case_net_only_loopback_interface() {
 	local inside host none
 	host=$(awk 'NR>2{print $1}' /proc/net/dev | sort)
