@@ -99,8 +99,10 @@ enum {
 	CFD_FD3 = 5,
 	CFD_CTL = 6,
 	CFD_TPL = 7,
-	CFD_NET = 8, /* the network namespace the helper made (net_helper_main) */
-	CFD_FIRST_FREE = 9,
+	/* the network namespace the helper made (net_helper_main): taken after child_fds, which
+	 * closes everything from CFD_FIRST_FREE on */
+	CFD_NET = 8,
+	CFD_FIRST_FREE = 8,
 	CFD_N = 8
 };
 
@@ -854,7 +856,9 @@ static struct {
 	int err, step;
 } net_helper_out;
 
-static int net_helper_main(void *arg)
+/* (no AddressSanitizer here: the helper runs on the init's thread-local storage, and the
+ * sanitizer's per-thread fake stack is not made for two tasks at once) */
+CORRAL_NO_ASAN static int net_helper_main(void *arg)
 {
 	const struct launch *L = arg;
 	int step = 0;
@@ -879,27 +883,30 @@ static pid_t net_helper_start(const struct launch *L)
 	return pid;
 }
 
-static void net_helper_join(pid_t pid, int last_pid)
+/* Wait for the helper and enter its namespace: true. False when the init must make the
+ * namespace itself (the helper failed after it made one: its end of lo, the descriptor, or
+ * the setns; that namespace goes with the helper). A namespace the host refuses to the
+ * helper it refuses to the init too: that fails the run, as a refused clone did. */
+static bool net_helper_join(pid_t pid, int last_pid)
 {
 	int st;
 	pid_t w;
 	do
 		w = waitpid(pid, &st, __WALL);
 	while (w < 0 && errno == EINTR);
-	if (w != pid)
-		child_fail(STEP_NETNS, errno, -1);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		child_fail(net_helper_out.step == 1 ? STEP_LOOPBACK : STEP_NETNS,
-		           net_helper_out.err > 0 ? net_helper_out.err : ECHILD, -1);
-	if (setns(CFD_NET, CLONE_NEWNET) < 0)
-		child_fail(STEP_NETNS, errno, -1);
+	bool ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	if (w == pid && !ok && net_helper_out.step == 0)
+		child_fail(STEP_NETNS, net_helper_out.err > 0 ? net_helper_out.err : ECHILD, -1);
+	if (ok && setns(CFD_NET, CLONE_NEWNET) < 0)
+		ok = false;
 	close(CFD_NET);
 	if (last_pid >= 0) {
-		/* (the sandbox's pid namespace: the writer's own; needs CAP_SYS_ADMIN over it) */
+		/* (the writer's own pid namespace, the sandbox's; needs CAP_SYS_ADMIN over it) */
 		ssize_t n = write(last_pid, "1", 1);
 		(void)n;
 		close(last_pid);
 	}
+	return ok;
 }
 
 /* The setup sequence. Each step has an id for errors; the order is the contract. */
@@ -985,11 +992,11 @@ static _Noreturn void child_main(const struct launch *L)
 	}
 	if ((r = rlimit_apply_child(&L->rl, &detail)) < 0)
 		child_fail(STEP_RLIMIT, r, detail);
-	if (nh > 0)
-		net_helper_join(nh, last_pid);
-	else if (L->netns_late && unshare(CLONE_NEWNET) < 0)
-		child_fail(STEP_NETNS, errno, -1); /* (no helper: made here, as by the clone) */
-	else if (L->netns && (r = net_loopback_up_child()) < 0)
+	bool net_joined = nh > 0 && net_helper_join(nh, last_pid);
+	/* no helper, or one that failed past the namespace: made here, as by the clone */
+	if (L->netns_late && !net_joined && unshare(CLONE_NEWNET) < 0)
+		child_fail(STEP_NETNS, errno, -1);
+	if (L->netns && !net_joined && (r = net_loopback_up_child()) < 0)
 		child_fail(STEP_LOOPBACK, r, -1);
 	/* Not dumpable: the command cannot ptrace or read the memory of its init. Its
 	 * command line is the supervisor's (a copy of its memory): blank it, since

@@ -254,6 +254,25 @@ static int do_clone_newuser(char **a)
 	return reap(syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0UL));
 }
 
+/* The clone the init's network helper makes (glibc's clone(), CLONE_VM | CLONE_FILES, a stack
+ * of its own): "ok", or errno=E... where something refuses it (nolayer nethelper). */
+static char clone_vm_stack[16384] __attribute__((aligned(64)));
+static int clone_vm_child(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+static int do_clone_vm(char **a)
+{
+	(void)a;
+	pid_t pid = clone(clone_vm_child, clone_vm_stack + sizeof(clone_vm_stack),
+	                  CLONE_VM | CLONE_FILES, NULL);
+	if (pid < 0)
+		return fail(errno);
+	waitpid(pid, NULL, __WALL);
+	return ok();
+}
+
 static int do_clone3(char **a)
 {
 	struct {
@@ -1157,6 +1176,7 @@ static const struct subcommand {
     {"unshare-user", 0, 0, do_unshare_user, ""},
     {"unshare-net", 0, 0, do_unshare_net, ""},
     {"clone-newuser", 0, 0, do_clone_newuser, ""},
+    {"clone-vm", 0, 0, do_clone_vm, ""},
     {"clone3", 0, 1, do_clone3, "[FLAGS(hex)]"},
     {"setns-net", 0, 2, do_setns_net, "[HOST PORT]"},
     {"kexec-load", 0, 0, do_kexec_load, ""},

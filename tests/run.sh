@@ -10,9 +10,10 @@
 #   CORRAL_SERIAL_PASSES=1  run the unprivileged pass after the root pass, not beside it
 #   CORRAL_SECOND_PASS   internal: set for the unprivileged re-run
 # The first pass also runs the MCP tests (test_mcp_*) again with CORRAL_MCP_PREBUILD=2.
-# The network namespace: the first pass makes every sandbox's with the init's helper
-# (CORRAL_TEST_NET_HELPER=always, DESIGN §2 step 2c), the unprivileged pass leaves it to the
-# library (the helper only while a CPU is idle), so the whole battery runs on both paths.
+# The network namespace: the first pass (root's, or an unprivileged caller's only one) makes
+# every sandbox's with the init's helper (CORRAL_TEST_NET_HELPER=always, DESIGN §2 step 2c);
+# root's second pass, as uid 65534, leaves it to the library (the helper only while a CPU is
+# idle), so the whole battery runs on both paths.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)

@@ -24,7 +24,7 @@
 #endif
 
 /* A system call with up to three arguments: the result, or -errno; errno is not touched. */
-static long net_sys(long nr, long a, long b, long c)
+CORRAL_NO_ASAN static long net_sys(long nr, long a, long b, long c)
 {
 #if defined(__x86_64__)
 	long ret;
@@ -55,7 +55,7 @@ bool net_helper_supported(void)
 #endif
 }
 
-int net_loopback_up_child(void)
+CORRAL_NO_ASAN int net_loopback_up_child(void)
 {
 	/* Any socket of the namespace serves as a handle for the interface ioctls. */
 	struct ifreq ifr = {.ifr_name = "lo"};
@@ -73,7 +73,7 @@ int net_loopback_up_child(void)
 	return (int)r;
 }
 
-int net_make_child(int cpu, int target_fd, int *step)
+CORRAL_NO_ASAN int net_make_child(int cpu, int target_fd, int *step)
 {
 	if (cpu >= 0 && cpu < CPU_SETSIZE) {
 		/* (a failure only leaves it where the scheduler put it) */

@@ -130,6 +130,18 @@ _Noreturn void mount_template_child(const struct mount_plan *plan, int sock);
 
 /* ---- net.c ---------------------------------------------------------------------------- */
 
+/* Code that runs in the init's network helper (launch.c), which shares the init's memory
+ * and thread-local storage: no AddressSanitizer instrumentation, whose per-thread fake
+ * stack is not made for two tasks at once. */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define CORRAL_NO_ASAN __attribute__((no_sanitize("address")))
+#endif
+#endif
+#ifndef CORRAL_NO_ASAN
+#define CORRAL_NO_ASAN
+#endif
+
 /* Child: bring up "lo" in the new network namespace. 0 or -errno. */
 int net_loopback_up_child(void);
 /* The init's helper (launch.c, net_helper_main): move to cpu (unless -1), make a network

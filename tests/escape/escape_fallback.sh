@@ -406,6 +406,9 @@ escape_case_fallback_net_helper_refused_init_makes_it() {
 	esc_nsinfo_py
 	local out a host_net
 	host_net=$(stat -L -c %i /proc/self/ns/net)
+	# the filter does refuse the helper's clone (glibc's clone(), as corral makes it)
+	assert_eq "$("$NOLAYER" nethelper -- "$PROBE" clone-vm)" "errno=EPERM" "nolayer nethelper, the helper's clone"
+	assert_eq "$("$PROBE" clone-vm)" ok "control: the same clone without the filter"
 	out=$(CORRAL_TEST_NET_HELPER=always crn nethelper --json -c "/usr/bin/python3 nsinfo.py; ./probe connect-tcp 127.0.0.1 $ESC_PORT;
 		/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1); socket.create_connection(s.getsockname()); print(\"lo ok\")'" 2>/dev/null)
 	assert_eq "$(jget exit_code <<<"$out")" 0 "the run ($out)"
