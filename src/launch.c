@@ -895,7 +895,8 @@ static bool net_helper_join(pid_t pid, int last_pid)
 		w = waitpid(pid, &st, __WALL);
 	while (w < 0 && errno == EINTR);
 	bool ok = w == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-	if (w == pid && !ok && net_helper_out.step == 0)
+	/* (its unshare answered with an error; one killed before it said nothing) */
+	if (w == pid && WIFEXITED(st) && WEXITSTATUS(st) != 0 && net_helper_out.step == 0)
 		child_fail(STEP_NETNS, net_helper_out.err > 0 ? net_helper_out.err : ECHILD, -1);
 	if (ok && setns(CFD_NET, CLONE_NEWNET) < 0)
 		ok = false;
