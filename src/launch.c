@@ -1572,7 +1572,9 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	L.cpus_moved = setup_elsewhere(&L, &here);
 	L.cpu_here = here;
 	int nh_test = plan_test_net_helper();
-	L.net_helper = nh_test ? nh_test > 0 : L.cpus_moved && L.netns && cpu_to_spare(&L.cpus);
+	L.net_helper = nh_test ? nh_test > 0
+	                       : L.cpus_moved && L.netns && cfg->mode == CORRAL_MODE_REQUIRED &&
+	                             cpu_to_spare(&L.cpus);
 	pid_t pid = clone_blocked(&L, &cgfd, &pidfd, &clone_errno);
 	/* (a parked sandbox is only built with its namespaces: see proc_park) */
 	if (pid < 0 && L.userns && cfg->mode == CORRAL_MODE_AUTO && userns_refused(clone_errno) &&
