@@ -42,6 +42,11 @@ struct corral_config {
 	/* Internal (a server, DESIGN §18): the holder of a mount template the launches take
 	 * copies of; NULL: every launch builds its whole tree. Not owned (a dup shares it). */
 	struct mtpl *mtpl;
+	/* Internal (a server, DESIGN §18): the looks a plan takes at the host's system paths
+	 * (the system directories, the /etc allow-list, the template's sources), cached while
+	 * inotify shows them unchanged (hcache.h); NULL: looked at on every launch. Not owned (a
+	 * dup shares it); one thread at a time, as the server's loop. */
+	struct hcache *hc;
 	bool no_capture; /* output goes to out_cb only; nothing is kept in the result */
 	enum corral_mode mode;
 	enum corral_net net;

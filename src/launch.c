@@ -1506,6 +1506,12 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	struct launch L;
 	memset(&L, 0, sizeof(L));
 	L.cfg = cfg;
+	/* A server's looks at the system paths, cached (cfg->hc): brought up to date with what
+	 * inotify and the mount table reported since the last use. The workspace's protected
+	 * names are looked at every time: a run makes and removes placeholders there, whose
+	 * events would drop the whole cache at each call. */
+	hcache_sync(cfg->hc);
+	L.hc_sys = cfg->hc;
 	plan_argarea(&L.argarea_start, &L.argarea_end);
 	L.uid = getuid();
 	L.gid = getgid();
@@ -1563,7 +1569,7 @@ int launch_start(const struct corral_config *cfg, struct corral_result *res, str
 	 * a copy of it for this plan's key, or none, and then maybe a holder for the next
 	 * launches (mtpl_offer, once this one is on its way). */
 	uint8_t tkey[32];
-	bool tpl_ok = cfg->mtpl && L.mountns && mount_template_prepare(&L.mounts) == 0;
+	bool tpl_ok = cfg->mtpl && L.mountns && mount_template_prepare(&L.mounts, L.hc_sys) == 0;
 	if (tpl_ok) {
 		tpl_key_compute(&L, tkey);
 		L.fd_tpl = mtpl_take(cfg->mtpl, tkey);
@@ -1775,7 +1781,7 @@ int launch_template_warm(const struct corral_config *cfg)
 	struct corral_result *res = NULL;
 	struct corral_error err = {0};
 	int r = dry_plan(cfg, NULL, &L, false, &res, &err);
-	if (r == 0 && L.mountns && mount_template_prepare(&L.mounts) == 0) {
+	if (r == 0 && L.mountns && mount_template_prepare(&L.mounts, NULL) == 0) {
 		uint8_t tkey[32];
 		tpl_key_compute(&L, tkey);
 		mtpl_offer(cfg->mtpl, &L, tkey);

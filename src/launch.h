@@ -56,6 +56,7 @@ struct launch {
 	size_t n_cg_join;
 	bool dry_run;       /* explain only: no host side effects (placeholders, tmp, cgroup) */
 	struct hcache *hc;  /* a plan key's look at the host, cached (hcache.h); NULL: none */
+	struct hcache *hc_sys; /* a run's look at the system paths only, cached (cfg->hc) */
 	bool key_only;      /* a dry run for a plan key (launch_plan_key): it also predicts what
 	                     * the host would decide (a placeholder that cannot be made, the
 	                     * cgroup as this process's last attempt had it) */

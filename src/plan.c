@@ -1918,7 +1918,7 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 		linger_unhold();
 	if (r < 0)
 		return r;
-	q->hc = L->hc;
+	q->hc = L->hc ? L->hc : L->hc_sys;
 	q->workspace = cfg->workspace;
 	q->cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
 	q->tmpfs_size = cfg->limits[CORRAL_LIMIT_TMPFS] ? cfg->limits[CORRAL_LIMIT_TMPFS]

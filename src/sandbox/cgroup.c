@@ -21,6 +21,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,12 +64,10 @@ static unsigned run_counter;
 
 /* ---- small file helpers ------------------------------------------------------------------ */
 
-/* Read a whole (pseudo-)file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
-static char *slurp(const char *path)
+/* Read what is left of a (pseudo-)file into a NUL-terminated malloc'ed buffer; NULL with errno
+ * set. */
+static char *slurp_fd(int fd)
 {
-	autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
 	size_t cap = 4096, len = 0;
 	autofree char *buf = malloc(cap);
 	if (!buf)
@@ -91,6 +91,13 @@ static char *slurp(const char *path)
 	}
 	buf[len] = '\0';
 	return steal_pointer(&buf);
+}
+
+/* Read a whole (pseudo-)file into a NUL-terminated malloc'ed buffer; NULL with errno set. */
+static char *slurp(const char *path)
+{
+	autoclose int fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? NULL : slurp_fd(fd);
 }
 
 static int join(char *out, const char *dir, const char *name)
@@ -231,13 +238,106 @@ static int read_own_cgroups(char *v2path, char (*v1path)[PATH_MAX])
 	return 0;
 }
 
+/* ---- the cgroup mounts, kept while the mount table is unchanged ------------------------- */
+
+/* find_layout() needs the cgroup and cgroup2 lines of /proc/self/mountinfo, and the kernel
+ * formats the whole table for every read (each mount of the namespace: 24 on the 2-core
+ * machine, hundreds on a host with containers or snaps). A server makes a cgroup per call, so
+ * those lines are kept, with the descriptor they were read from: mountinfo polls POLLPRI after
+ * any mount, unmount or remount in its namespace (hcache.c relies on the same). They are read
+ * again after such a change; in another process than the one that read them (a fork shares
+ * the descriptor and its poll state); when this thread is in another mount namespace; and when
+ * the descriptor is not the file opened any more (a caller that closed descriptors it did not
+ * know of, and reused the number). A lookup that does not get the lock (another thread's, or
+ * a lock held across a fork) reads the table itself. */
+static struct {
+	pthread_mutex_t lock;
+	int fd; /* /proc/self/mountinfo, as read for lines */
+	dev_t dev, ns_dev;
+	ino_t ino, ns_ino; /* the descriptor's file, and the mount namespace read */
+	pid_t pid;
+	char *lines; /* NULL: nothing kept */
+} kept = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* Drop all but the cgroup and cgroup2 mounts of a mountinfo text, in place. */
+static void keep_cgroup_lines(char *text)
+{
+	char *w = text;
+	for (char *line = text; *line;) {
+		char *end = strchrnul(line, '\n');
+		size_t len = (size_t)(end - line) + (*end ? 1 : 0);
+		const char *sep = memmem(line, (size_t)(end - line), " - ", 3);
+		if (sep && (!strncmp(sep + 3, "cgroup ", 7) || !strncmp(sep + 3, "cgroup2 ", 8))) {
+			memmove(w, line, len);
+			w += len;
+		}
+		line += len;
+	}
+	*w = '\0';
+}
+
+static bool is_kept_fd(void)
+{
+	struct stat st;
+	return kept.fd >= 0 && fstat(kept.fd, &st) == 0 && st.st_dev == kept.dev &&
+	       st.st_ino == kept.ino;
+}
+
+static bool kept_still_true(void)
+{
+	struct stat ns;
+	struct pollfd p = {.fd = kept.fd, .events = POLLPRI};
+	return kept.lines && kept.pid == getpid() && is_kept_fd() &&
+	       stat("/proc/thread-self/ns/mnt", &ns) == 0 && ns.st_dev == kept.ns_dev &&
+	       ns.st_ino == kept.ns_ino && poll(&p, 1, 0) == 0;
+}
+
+static void read_kept(void)
+{
+	if (is_kept_fd())
+		close(kept.fd);
+	free(kept.lines);
+	kept.lines = NULL;
+	struct stat st, ns;
+	kept.fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (kept.fd >= 0 &&
+	    (fstat(kept.fd, &st) < 0 || stat("/proc/thread-self/ns/mnt", &ns) < 0)) {
+		close(kept.fd);
+		kept.fd = -1;
+	}
+	if (kept.fd < 0)
+		return; /* nothing kept: the table is read for this lookup alone */
+	kept.dev = st.st_dev;
+	kept.ino = st.st_ino;
+	kept.ns_dev = ns.st_dev;
+	kept.ns_ino = ns.st_ino;
+	kept.pid = getpid();
+	kept.lines = slurp_fd(kept.fd);
+	if (kept.lines)
+		keep_cgroup_lines(kept.lines);
+}
+
+char *cgroup_mount_lines(void)
+{
+	char *text = NULL;
+	if (pthread_mutex_trylock(&kept.lock) == 0) {
+		if (!kept_still_true())
+			read_kept();
+		text = kept.lines ? strdup(kept.lines) : NULL;
+		pthread_mutex_unlock(&kept.lock);
+	}
+	if (!text && (text = slurp("/proc/self/mountinfo")))
+		keep_cgroup_lines(text);
+	return text;
+}
+
 static int find_layout(struct cg_layout *l)
 {
 	char v2path[PATH_MAX] = "", v1path[CTL_N][PATH_MAX] = {{0}};
 	int rc = read_own_cgroups(v2path, v1path);
 	if (rc < 0)
 		return rc;
-	autofree char *text = slurp("/proc/self/mountinfo");
+	autofree char *text = cgroup_mount_lines();
 	if (!text)
 		return -errno;
 	char *save = NULL;

@@ -784,7 +784,7 @@ static bool path_contains(const char *a, const char *b)
 	return !strncmp(a, b, n) && (b[n] == 0 || b[n] == '/');
 }
 
-int mount_template_prepare(struct mount_plan *plan)
+int mount_template_prepare(struct mount_plan *plan, struct hcache *hc)
 {
 	for (size_t i = 0; i < plan->n_ops; i++) {
 		struct mount_op *op = &plan->ops[i];
@@ -794,7 +794,7 @@ int mount_template_prepare(struct mount_plan *plan)
 			/* the holder checks what it binds against this (a source missing now stays
 			 * without one: skipped if optional, as the plan's bind would be) */
 			if (op->src && op->kind != MOP_SYMLINK && !op->has_id &&
-			    lstat(op->src, &st) == 0) {
+			    hc_lstat(hc, op->src, &st) == 0) {
 				op->has_id = true;
 				op->id_dev = st.st_dev;
 				op->id_ino = st.st_ino;
@@ -824,11 +824,11 @@ int mount_template_prepare(struct mount_plan *plan)
 			int rc = 0;
 			mode_t m = op->id_mode;
 			if (!op->has_id) {
-				rc = lstat(op->src, &st);
+				rc = hc_lstat(hc, op->src, &st);
 				m = st.st_mode;
 			}
 			if (rc == 0 && S_ISLNK(m)) {
-				rc = stat(op->src, &st);
+				rc = hc_stat(hc, op->src, &st);
 				m = st.st_mode;
 			}
 			if (rc == 0)

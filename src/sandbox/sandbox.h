@@ -118,9 +118,10 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
                       int *notes);
 /* Parent: decide what a template of plan's system tree holds and what it must make for the
  * sandbox's own ops (tpl_make), and take the identity of every template source that the
- * plan has not (so the holder can check what it binds). 0, or -1 when plan cannot use a
- * template (an op of its own would need a target the template cannot make). */
-int mount_template_prepare(struct mount_plan *plan);
+ * plan has not (so the holder can check what it binds), looked at through hc (hcache.h;
+ * NULL: no cache). 0, or -1 when plan cannot use a template (an op of its own would need a
+ * target the template cannot make). */
+int mount_template_prepare(struct mount_plan *plan, struct hcache *hc);
 /* Child (the template holder, in a user and mount namespace of its own): build the template
  * of plan (its tpl ops, checked against their identities, and the tpl_make targets) on a
  * tmpfs made read-only at the superblock, then answer each byte read from sock with a
@@ -268,6 +269,9 @@ struct cgroup_limits {
  * *cpu (may be NULL): whether a CPU share can be set there too (v2: the cpu controller is
  * available; v1: the cpu hierarchy is mounted and writable). */
 int cgroup_probe(char *detail, size_t len, bool *cpu);
+/* The cgroup and cgroup2 lines of this thread's /proc/self/mountinfo, as the layout is found
+ * from (kept while the mount table is unchanged, cgroup.c); malloc'ed, or NULL with errno. */
+char *cgroup_mount_lines(void);
 /* Parent: create a per-run cgroup and set the limits. */
 int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
                    struct corral_error *err);

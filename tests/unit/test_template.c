@@ -30,7 +30,7 @@ static int build(struct mount_plan *p, const char *ws, char *const *read, size_t
 	struct corral_error err = {0};
 	if (mount_plan_build(p, &q, &err) < 0)
 		return -1;
-	return mount_template_prepare(p);
+	return mount_template_prepare(p, NULL);
 }
 
 void test_template(void)
