@@ -746,10 +746,9 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
 		}
 	}
 	close(rootfd);
-	/* Drop the host: detach the old root, then make the new root "/" with the
-	 * pivot_root(".", ".") idiom and detach the scratch tmpfs stacked above it. */
-	if (umount2(OLDROOT, MNT_DETACH) < 0)
-		return -errno;
+	/* Drop the host: make the new root "/" with the pivot_root(".", ".") idiom, and detach
+	 * the scratch tmpfs stacked above it, which takes the old root (mounted beneath it, at
+	 * oldroot) with it in the same lazy unmount. */
 	if (chdir(NEWROOT) < 0)
 		return -errno;
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
