@@ -27,6 +27,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -240,24 +241,32 @@ static int read_own_cgroups(char *v2path, char (*v1path)[PATH_MAX])
 
 /* ---- the cgroup mounts, kept while the mount table is unchanged ------------------------- */
 
-/* find_layout() needs the cgroup and cgroup2 lines of /proc/self/mountinfo, and the kernel
- * formats the whole table for every read (each mount of the namespace: 24 on the 2-core
- * machine, hundreds on a host with containers or snaps). A server makes a cgroup per call, so
- * those lines are kept, with the descriptor they were read from: mountinfo polls POLLPRI after
- * any mount, unmount or remount in its namespace (hcache.c relies on the same). They are read
- * again after such a change; in another process than the one that read them (a fork shares
- * the descriptor and its poll state); when this thread is in another mount namespace; and when
- * the descriptor is not the file opened any more (a caller that closed descriptors it did not
- * know of, and reused the number). A lookup that does not get the lock (another thread's, or
- * a lock held across a fork) reads the table itself. */
+/* find_layout() needs the cgroup and cgroup2 lines of mountinfo, and the kernel formats the
+ * whole table for every read (each mount of the namespace: 24 on the 2-core machine, hundreds
+ * on a host with containers or snaps). A server makes a cgroup per call, so it may keep those
+ * lines (cgroup_keep_mounts), with the descriptor they were read from: mountinfo polls
+ * POLLPRI after any mount, unmount or remount in its namespace (hcache.c relies on the same).
+ *
+ * Only a process that owns its whole descriptor table asks for it, the server: a library
+ * caller could close the descriptor and open the same file at the same number, where no
+ * check could tell its descriptor from ours. The switch lives in a page the kernel empties in
+ * a child (MADV_WIPEONFORK: any fork or clone that copies the memory), since a child shares
+ * the descriptor and its poll state, and a pid cannot tell it from its parent (both are pid 1
+ * of their own pid namespaces). The lines are read again after a change, in another mount
+ * namespace or under another root (the lines' paths are the reader's), and when the
+ * descriptor is not the file read any more (its identity, and the offset the read left). A
+ * lookup that does not get the lock (another thread's) reads the table itself. */
 static struct {
 	pthread_mutex_t lock;
-	int fd; /* /proc/self/mountinfo, as read for lines */
-	dev_t dev, ns_dev;
-	ino_t ino, ns_ino; /* the descriptor's file, and the mount namespace read */
-	pid_t pid;
-	char *lines; /* NULL: nothing kept */
+	volatile int *on;           /* a MADV_WIPEONFORK page: nonzero in the process that asked */
+	int fd;                     /* /proc/thread-self/mountinfo, as read for lines */
+	off_t off;                  /* where the read left it */
+	struct stat file, ns, root; /* its file, the mount namespace and the root read */
+	char *lines;                /* NULL: nothing kept */
 } kept = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+#define MOUNTINFO "/proc/thread-self/mountinfo"
+#define MNT_NS "/proc/thread-self/ns/mnt"
 
 /* Drop all but the cgroup and cgroup2 mounts of a mountinfo text, in place. */
 static void keep_cgroup_lines(char *text)
@@ -276,57 +285,90 @@ static void keep_cgroup_lines(char *text)
 	*w = '\0';
 }
 
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Does kept.fd still name the file read, left where the read left it? */
 static bool is_kept_fd(void)
 {
 	struct stat st;
-	return kept.fd >= 0 && fstat(kept.fd, &st) == 0 && st.st_dev == kept.dev &&
-	       st.st_ino == kept.ino;
+	return kept.fd >= 0 && fstat(kept.fd, &st) == 0 && same_file(&st, &kept.file) &&
+	       lseek(kept.fd, 0, SEEK_CUR) == kept.off;
 }
 
 static bool kept_still_true(void)
 {
-	struct stat ns;
+	struct stat ns, root;
 	struct pollfd p = {.fd = kept.fd, .events = POLLPRI};
-	return kept.lines && kept.pid == getpid() && is_kept_fd() &&
-	       stat("/proc/thread-self/ns/mnt", &ns) == 0 && ns.st_dev == kept.ns_dev &&
-	       ns.st_ino == kept.ns_ino && poll(&p, 1, 0) == 0;
+	return kept.lines && is_kept_fd() && stat(MNT_NS, &ns) == 0 && same_file(&ns, &kept.ns) &&
+	       stat("/", &root) == 0 && same_file(&root, &kept.root) && poll(&p, 1, 0) == 0;
+}
+
+static void drop_kept(void)
+{
+	if (is_kept_fd())
+		close(kept.fd);
+	kept.fd = -1;
+	free(kept.lines);
+	kept.lines = NULL;
 }
 
 static void read_kept(void)
 {
-	if (is_kept_fd())
-		close(kept.fd);
-	free(kept.lines);
-	kept.lines = NULL;
-	struct stat st, ns;
-	kept.fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-	if (kept.fd >= 0 &&
-	    (fstat(kept.fd, &st) < 0 || stat("/proc/thread-self/ns/mnt", &ns) < 0)) {
-		close(kept.fd);
-		kept.fd = -1;
-	}
-	if (kept.fd < 0)
+	drop_kept();
+	int fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return; /* nothing kept: the table is read for this lookup alone */
-	kept.dev = st.st_dev;
-	kept.ino = st.st_ino;
-	kept.ns_dev = ns.st_dev;
-	kept.ns_ino = ns.st_ino;
-	kept.pid = getpid();
-	kept.lines = slurp_fd(kept.fd);
-	if (kept.lines)
-		keep_cgroup_lines(kept.lines);
+	char *lines = NULL;
+	off_t off = -1;
+	if (fstat(fd, &kept.file) < 0 || stat(MNT_NS, &kept.ns) < 0 || stat("/", &kept.root) < 0 ||
+	    !(lines = slurp_fd(fd)) || (off = lseek(fd, 0, SEEK_CUR)) < 0) {
+		free(lines);
+		close(fd);
+		return;
+	}
+	keep_cgroup_lines(lines);
+	kept.fd = fd;
+	kept.off = off;
+	kept.lines = lines;
+}
+
+void cgroup_keep_mounts(bool on)
+{
+	pthread_mutex_lock(&kept.lock);
+	if (on && !kept.on) {
+		void *page =
+		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) < 0) {
+			munmap(page, 4096); /* before Linux 4.14: a child could not be told */
+			page = MAP_FAILED;
+		}
+		kept.on = page == MAP_FAILED ? NULL : page;
+	}
+	if (on && kept.on) {
+		*kept.on = 1;
+		read_kept(); /* now: the descriptor is not counted as a launch's */
+	} else if (!on && kept.on && *kept.on) {
+		*kept.on = 0;
+		drop_kept();
+	}
+	pthread_mutex_unlock(&kept.lock);
 }
 
 char *cgroup_mount_lines(void)
 {
 	char *text = NULL;
 	if (pthread_mutex_trylock(&kept.lock) == 0) {
-		if (!kept_still_true())
-			read_kept();
-		text = kept.lines ? strdup(kept.lines) : NULL;
+		if (kept.on && *kept.on) {
+			if (!kept_still_true())
+				read_kept();
+			text = kept.lines ? strdup(kept.lines) : NULL;
+		}
 		pthread_mutex_unlock(&kept.lock);
 	}
-	if (!text && (text = slurp("/proc/self/mountinfo")))
+	if (!text && (text = slurp(MOUNTINFO)))
 		keep_cgroup_lines(text);
 	return text;
 }

@@ -823,11 +823,11 @@ int mount_template_prepare(struct mount_plan *plan, struct hcache *hc)
 			int rc = 0;
 			mode_t m = op->id_mode;
 			if (!op->has_id) {
-				rc = hc_lstat(hc, op->src, &st);
+				rc = lstat(op->src, &st);
 				m = st.st_mode;
 			}
 			if (rc == 0 && S_ISLNK(m)) {
-				rc = hc_stat(hc, op->src, &st);
+				rc = stat(op->src, &st);
 				m = st.st_mode;
 			}
 			if (rc == 0)

@@ -119,7 +119,8 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
 /* Parent: decide what a template of plan's system tree holds and what it must make for the
  * sandbox's own ops (tpl_make), and take the identity of every template source that the
  * plan has not (so the holder can check what it binds), looked at through hc (hcache.h;
- * NULL: no cache). 0, or -1 when plan cannot use a template (an op of its own would need a
+ * NULL: no cache; the sources of the sandbox's own ops, the workspace among them, are looked
+ * at every time). 0, or -1 when plan cannot use a template (an op of its own would need a
  * target the template cannot make). */
 int mount_template_prepare(struct mount_plan *plan, struct hcache *hc);
 /* Child (the template holder, in a user and mount namespace of its own): build the template
@@ -269,9 +270,13 @@ struct cgroup_limits {
  * *cpu (may be NULL): whether a CPU share can be set there too (v2: the cpu controller is
  * available; v1: the cpu hierarchy is mounted and writable). */
 int cgroup_probe(char *detail, size_t len, bool *cpu);
-/* The cgroup and cgroup2 lines of this thread's /proc/self/mountinfo, as the layout is found
- * from (kept while the mount table is unchanged, cgroup.c); malloc'ed, or NULL with errno. */
+/* The cgroup and cgroup2 lines of this thread's mountinfo, as the layout is found from;
+ * malloc'ed, or NULL with errno. Read each time, unless this process asked to keep them. */
 char *cgroup_mount_lines(void);
+/* Keep (on) the cgroup mounts between launches while the mount table shows no change, or stop
+ * (off). Only for a process that owns its whole descriptor table (the server): one
+ * descriptor stays open. A child process (fork, clone) does not inherit it. */
+void cgroup_keep_mounts(bool on);
 /* Parent: create a per-run cgroup and set the limits. */
 int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
                    struct corral_error *err);
