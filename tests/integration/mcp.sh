@@ -998,6 +998,71 @@ assert s.close() == 0
 PY
 }
 
+# A call's sandbox is torn down after its reply, whether the next request comes at once or
+# the server then sits idle. Host-side evidence that nothing is left behind: no corral-init
+# child of the server in any state (a zombie would be an init killed and never reaped), and
+# as root no run cgroup directory of the server's; the control call shows both while it runs.
+# (A teardown deferred to the init's pidfd, tried in DESIGN §18, failed this when the pidfd
+# was not watched.)
+test_mcp_teardown_after_the_reply_leaves_nothing() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import glob, os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off", "--prebuild", "0"]))
+s.initialize()
+pid = s.proc.pid
+
+def inits():
+    """The server's children named corral-init, in any state (zombies too)."""
+    out = set()
+    for name in os.listdir("/proc"):
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                st = f.read()
+        except (OSError, ValueError):
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        if comm == "corral-init" and int(st.rsplit(")", 1)[1].split()[1]) == pid:
+            out.add((int(name), st.rsplit(")", 1)[1].split()[0]))
+    return out
+
+def run_dirs():
+    return glob.glob("/sys/fs/cgroup/*/*/corral/corral-%d-*" % pid) + \
+        glob.glob("/sys/fs/cgroup/*/corral/corral-%d-*" % pid) + \
+        glob.glob("/sys/fs/cgroup/*/*/*/corral/corral-%d-*" % pid)
+
+def settled(what, timeout=3):
+    until = time.monotonic() + timeout
+    while time.monotonic() < until and (inits() or run_dirs()):
+        time.sleep(0.02)
+    assert not inits(), "%s: inits left (pid, state): %s" % (what, inits())
+    assert not run_dirs(), "%s: run cgroups left: %s" % (what, run_dirs())
+
+r = s.call("run_command", {"command": "echo one"})
+assert r["structuredContent"]["stdout"] == "one\n", r
+settled("one call, then idle")
+for i in range(30):
+    r = s.call("run_command", {"command": "echo %d" % i})
+    assert r["structuredContent"]["stdout"] == "%d\n" % i, r
+settled("30 calls back to back, then idle")
+# the control: while a call runs, the host sees its init (and as root its run cgroup), so
+# the checks above could fail
+go = os.path.join(os.environ["WS"], "go")
+s.send_raw('{"jsonrpc":"2.0","id":900,"method":"tools/call","params":{"name":"run_command",'
+           '"arguments":{"command":"while ! [ -e go ]; do sleep 0.01; done; echo done"}}}\n')
+until = time.monotonic() + 10
+while time.monotonic() < until and not (inits() and (run_dirs() or os.getuid() != 0)):
+    time.sleep(0.01)
+seen = (inits(), run_dirs())
+open(go, "w").close()
+r = s.response(900)["result"]
+os.unlink(go)
+assert r["structuredContent"]["stdout"] == "done\n", r
+assert seen[0] and (seen[1] or os.getuid() != 0), "control: nothing seen while a call ran: %s" % (seen,)
+settled("after the control call")
+assert s.close() == 0
+PY
+}
+
 # A sandbox that cannot be started (here: the server is out of descriptors) is a tool result
 # with isError and the reason; the server keeps serving, leaks nothing, and recovers.
 test_mcp_spawn_failure_is_tool_error() {
