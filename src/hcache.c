@@ -88,6 +88,7 @@ struct hcache {
 	struct hc_watch *w;
 	size_t n_w, cap_w;
 	unsigned long hits, misses, flushes;
+	char *minfo; /* the mount table as read through mfd since its last change; NULL: none */
 };
 
 static uint32_t hash_of(int kind, int amode, const char *s)
@@ -138,6 +139,7 @@ void hcache_free(struct hcache *c)
 	if (!c)
 		return;
 	drop_all(c);
+	free(c->minfo);
 	if (c->ifd >= 0)
 		close(c->ifd);
 	if (c->mfd >= 0)
@@ -204,10 +206,64 @@ void hcache_sync(struct hcache *c)
 	/* (a poll that reports a change also takes it in: the next one is quiet until another
 	 * mount or unmount) */
 	struct pollfd p = {.fd = c->mfd, .events = POLLPRI};
-	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR)))
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLPRI | POLLERR))) {
 		stale = true;
+		free(c->minfo); /* read again at its next use, after this poll */
+		c->minfo = NULL;
+	}
 	if (stale || c->n_ent >= HC_MAX_ENTRIES)
 		flush(c);
+}
+
+/* All of fd's file from its start, NUL-terminated; NULL with errno. */
+static char *read_all(int fd)
+{
+	size_t len = 0, cap = 8192;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (len + 1 >= cap) {
+			char *more = realloc(buf, cap *= 2);
+			if (!more)
+				break;
+			buf = more;
+		}
+		ssize_t n = pread(fd, buf + len, cap - len - 1, (off_t)len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		if (n == 0) {
+			buf[len] = '\0';
+			return buf;
+		}
+		len += (size_t)n;
+	}
+	int e = errno;
+	free(buf);
+	errno = e ? e : ENOMEM;
+	return NULL;
+}
+
+char *hc_mountinfo(struct hcache *c)
+{
+	if (!c) {
+		int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		char *text = read_all(fd);
+		int e = errno;
+		close(fd);
+		errno = e;
+		return text;
+	}
+	/* read through the polled descriptor itself: the table of the namespace and root the
+	 * poll reports on */
+	if (!c->minfo && !(c->minfo = read_all(c->mfd)))
+		return NULL;
+	char *copy = strdup(c->minfo);
+	if (!copy)
+		errno = ENOMEM;
+	return copy;
 }
 
 void hcache_stats(const struct hcache *c, struct hcache_stats *out)

@@ -29,6 +29,12 @@ void hcache_free(struct hcache *c);
  * before each use, so that nothing changed before it is answered from the cache. */
 void hcache_sync(struct hcache *c);
 
+/* This process's /proc/self/mountinfo as it was at the first call after the last change
+ * hcache_sync() took in (the kernel formats the whole table for every read: hundreds of
+ * mounts on a host with containers or snaps); NULL (no cache): read now. A malloc'ed copy,
+ * or NULL with errno. */
+char *hc_mountinfo(struct hcache *c);
+
 int hc_lstat(struct hcache *c, const char *path, struct stat *st);
 int hc_stat(struct hcache *c, const char *path, struct stat *st);
 ssize_t hc_readlink(struct hcache *c, const char *path, char *buf, size_t size);

@@ -2039,7 +2039,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		             ? corral_set_error(&cgerr, CORRAL_EUNAVAIL, 0, "cgroup",
 		                                "cgroup: no cpu controller (disabled by "
 		                                "CORRAL_TEST_DISABLE=cgroup-cpu)")
-		             : cgroup_prepare(&lim, &L->cg, &cgerr);
+		             : cgroup_prepare(&lim, L->hc_sys, &L->cg, &cgerr);
 		/* Mode auto: what failed may be the CPU share alone (no cpu controller in v1, a
 		 * delegated v2 subtree without it, +cpu refused while RT tasks run). The memory and
 		 * process limits must not go with it: root has no RLIMIT_NPROC to fall back on, and
@@ -2049,7 +2049,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 		    (cfg->limits[CORRAL_LIMIT_MEMORY] || pids_need_cg)) {
 			struct corral_error again = {0};
 			lim.cpu_pct = 0;
-			if (cgroup_prepare(&lim, &L->cg, &again) == 0) {
+			if (cgroup_prepare(&lim, L->hc_sys, &L->cg, &again) == 0) {
 				char note[200];
 				snprintf(note, sizeof(note), "; the CPU share is NOT enforced (%.150s)",
 				         strncmp(cgerr.message, "cgroup: ", 8) ? cgerr.message

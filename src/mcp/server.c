@@ -2966,16 +2966,13 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 		launch_template_warm(o->base);
 	}
 	/* Looks at the host through a cache that inotify keeps true (DESIGN §18): each call's
-	 * plan key (--prebuild) and every run's look at the system paths; without one (no
-	 * inotify instance left) they look themselves. */
+	 * plan key (--prebuild), and every run's look at the system paths and at the mount
+	 * table's cgroup mounts; without one (no inotify instance left) they look themselves. */
 	s.hc = hcache_new();
 	o->base->hc = s.hc;
 	/* A call's placeholders stay a little after it, held, for the next call to take over
 	 * (DESIGN §18): back-to-back calls then make and remove them once, not each time. */
 	plan_placeholders_linger(o->placeholder_linger_ms);
-	/* Each call finds its cgroup from the cgroup mounts: kept while mountinfo polls no
-	 * change (DESIGN §9); the server owns its descriptor table, which that needs. */
-	cgroup_keep_mounts(true);
 	logmsg("serving MCP on stdio: workspace %s, profile %s, up to %u concurrent run calls, "
 	       "tools: %s; audit: %s",
 	       o->workspace, o->base->profile_name ? o->base->profile_name : "default",
@@ -2986,7 +2983,6 @@ int mcp_serve(const struct mcp_options *o, int in_fd, int out_fd)
 	run_loop(&s);
 	shutdown_all(&s);
 	plan_placeholders_linger(0); /* what lingers goes now: nothing stays after the server */
-	cgroup_keep_mounts(false);
 	if (s.mtpl) {
 		o->base->mtpl = NULL;
 		mtpl_free(s.mtpl);

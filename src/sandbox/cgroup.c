@@ -21,16 +21,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
+#include "hcache.h"
 #include "sandbox/sandbox.h"
 #include "util.h"
 
@@ -239,34 +237,7 @@ static int read_own_cgroups(char *v2path, char (*v1path)[PATH_MAX])
 	return 0;
 }
 
-/* ---- the cgroup mounts, kept while the mount table is unchanged ------------------------- */
-
-/* find_layout() needs the cgroup and cgroup2 lines of mountinfo, and the kernel formats the
- * whole table for every read (each mount of the namespace: 24 on the 2-core machine, hundreds
- * on a host with containers or snaps). A server makes a cgroup per call, so it may keep those
- * lines (cgroup_keep_mounts), with the descriptor they were read from: mountinfo polls
- * POLLPRI after any mount, unmount or remount in its namespace (hcache.c relies on the same).
- *
- * Only a process that owns its whole descriptor table asks for it, the server: a library
- * caller could close the descriptor and open the same file at the same number, where no
- * check could tell its descriptor from ours. The switch lives in a page the kernel empties in
- * a child (MADV_WIPEONFORK: any fork or clone that copies the memory), since a child shares
- * the descriptor and its poll state, and a pid cannot tell it from its parent (both are pid 1
- * of their own pid namespaces). The lines are read again after a change, in another mount
- * namespace or under another root (the lines' paths are the reader's), and when the
- * descriptor is not the file read any more (its identity, and the offset the read left). A
- * lookup that does not get the lock (another thread's) reads the table itself. */
-static struct {
-	pthread_mutex_t lock;
-	volatile int *on;           /* a MADV_WIPEONFORK page: nonzero in the process that asked */
-	int fd;                     /* /proc/thread-self/mountinfo, as read for lines */
-	off_t off;                  /* where the read left it */
-	struct stat file, ns, root; /* its file, the mount namespace and the root read */
-	char *lines;                /* NULL: nothing kept */
-} kept = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
-
-#define MOUNTINFO "/proc/thread-self/mountinfo"
-#define MNT_NS "/proc/thread-self/ns/mnt"
+/* ---- the cgroup mounts ------------------------------------------------------------------ */
 
 /* Drop all but the cgroup and cgroup2 mounts of a mountinfo text, in place. */
 static void keep_cgroup_lines(char *text)
@@ -285,103 +256,21 @@ static void keep_cgroup_lines(char *text)
 	*w = '\0';
 }
 
-static bool same_file(const struct stat *a, const struct stat *b)
-{
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
-/* Does kept.fd still name the file read, left where the read left it? */
-static bool is_kept_fd(void)
-{
-	struct stat st;
-	return kept.fd >= 0 && fstat(kept.fd, &st) == 0 && same_file(&st, &kept.file) &&
-	       lseek(kept.fd, 0, SEEK_CUR) == kept.off;
-}
-
-static bool kept_still_true(void)
-{
-	struct stat ns, root;
-	struct pollfd p = {.fd = kept.fd, .events = POLLPRI};
-	return kept.lines && is_kept_fd() && stat(MNT_NS, &ns) == 0 && same_file(&ns, &kept.ns) &&
-	       stat("/", &root) == 0 && same_file(&root, &kept.root) && poll(&p, 1, 0) == 0;
-}
-
-static void drop_kept(void)
-{
-	if (is_kept_fd())
-		close(kept.fd);
-	kept.fd = -1;
-	free(kept.lines);
-	kept.lines = NULL;
-}
-
-static void read_kept(void)
-{
-	drop_kept();
-	int fd = open(MOUNTINFO, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return; /* nothing kept: the table is read for this lookup alone */
-	char *lines = NULL;
-	off_t off = -1;
-	if (fstat(fd, &kept.file) < 0 || stat(MNT_NS, &kept.ns) < 0 || stat("/", &kept.root) < 0 ||
-	    !(lines = slurp_fd(fd)) || (off = lseek(fd, 0, SEEK_CUR)) < 0) {
-		free(lines);
-		close(fd);
-		return;
-	}
-	keep_cgroup_lines(lines);
-	kept.fd = fd;
-	kept.off = off;
-	kept.lines = lines;
-}
-
-void cgroup_keep_mounts(bool on)
-{
-	pthread_mutex_lock(&kept.lock);
-	if (on && !kept.on) {
-		void *page =
-		    mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (page != MAP_FAILED && madvise(page, 4096, MADV_WIPEONFORK) < 0) {
-			munmap(page, 4096); /* before Linux 4.14: a child could not be told */
-			page = MAP_FAILED;
-		}
-		kept.on = page == MAP_FAILED ? NULL : page;
-	}
-	if (on && kept.on) {
-		*kept.on = 1;
-		read_kept(); /* now: the descriptor is not counted as a launch's */
-	} else if (!on && kept.on && *kept.on) {
-		*kept.on = 0;
-		drop_kept();
-	}
-	pthread_mutex_unlock(&kept.lock);
-}
-
-char *cgroup_mount_lines(void)
-{
-	char *text = NULL;
-	if (pthread_mutex_trylock(&kept.lock) == 0) {
-		if (kept.on && *kept.on) {
-			if (!kept_still_true())
-				read_kept();
-			text = kept.lines ? strdup(kept.lines) : NULL;
-		}
-		pthread_mutex_unlock(&kept.lock);
-	}
-	if (!text && (text = slurp(MOUNTINFO)))
-		keep_cgroup_lines(text);
-	return text;
-}
-
-static int find_layout(struct cg_layout *l)
+/* The layout comes from the cgroup and cgroup2 lines of mountinfo. The kernel formats the
+ * whole table for every read (each mount of the namespace: 24 on the 2-core machine,
+ * hundreds on a host with containers or snaps), and a server makes a cgroup per call: its
+ * launches pass their host cache (hc), which keeps the table until the mount table changes
+ * (hc_mountinfo). Without one (NULL: the CLI, a library caller), it is read each time. */
+static int find_layout(struct cg_layout *l, struct hcache *hc)
 {
 	char v2path[PATH_MAX] = "", v1path[CTL_N][PATH_MAX] = {{0}};
 	int rc = read_own_cgroups(v2path, v1path);
 	if (rc < 0)
 		return rc;
-	autofree char *text = cgroup_mount_lines();
+	autofree char *text = hc_mountinfo(hc);
 	if (!text)
 		return -errno;
+	keep_cgroup_lines(text);
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		/* id parent maj:min root mountpoint options [optional...] - fstype source super */
@@ -501,10 +390,10 @@ static int v1_usable(const struct cg_layout *l, char *why, size_t len)
 }
 
 /* Decide which version to use; 0 when neither, with both reasons in detail. */
-static int choose(struct cg_layout *l, char *detail, size_t len)
+static int choose(struct cg_layout *l, struct hcache *hc, char *detail, size_t len)
 {
 	char why2[PATH_MAX + 256], why1[PATH_MAX + 256];
-	int rc = find_layout(l);
+	int rc = find_layout(l, hc);
 	if (rc < 0) {
 		snprintf(detail, len, "none: cannot read /proc/self/cgroup or mountinfo: %s",
 		         strerror(-rc));
@@ -550,7 +439,7 @@ int cgroup_probe(char *detail, size_t len, bool *cpu)
 		snprintf(detail, len, "none: out of memory");
 		return 0;
 	}
-	int v = choose(l, detail, len);
+	int v = choose(l, NULL, detail, len);
 	if (cpu && v == 2) {
 		autofree char *ctls = read_at(l->v2, "cgroup.controllers");
 		*cpu = ctls && list_has(ctls, "cpu", ' ');
@@ -779,7 +668,7 @@ static int v1_prepare(struct cgroup_handle *cg, const struct cg_layout *l, const
 	return 0;
 }
 
-int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
+int cgroup_prepare(const struct cgroup_limits *lim, struct hcache *hc, struct cgroup_handle **out,
                    struct corral_error *err)
 {
 	static const struct cgroup_limits none = {0};
@@ -793,7 +682,7 @@ int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
 		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "cgroup", "out of memory");
 	}
 	cg->fd = -1;
-	cg->version = choose(l, detail, sizeof(detail));
+	cg->version = choose(l, hc, detail, sizeof(detail));
 	if (cg->version == 0) {
 		free(cg);
 		return corral_set_error(

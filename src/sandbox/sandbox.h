@@ -270,15 +270,10 @@ struct cgroup_limits {
  * *cpu (may be NULL): whether a CPU share can be set there too (v2: the cpu controller is
  * available; v1: the cpu hierarchy is mounted and writable). */
 int cgroup_probe(char *detail, size_t len, bool *cpu);
-/* The cgroup and cgroup2 lines of this thread's mountinfo, as the layout is found from;
- * malloc'ed, or NULL with errno. Read each time, unless this process asked to keep them. */
-char *cgroup_mount_lines(void);
-/* Keep (on) the cgroup mounts between launches while the mount table shows no change, or stop
- * (off). Only for a process that owns its whole descriptor table (the server): one
- * descriptor stays open. A child process (fork, clone) does not inherit it. */
-void cgroup_keep_mounts(bool on);
-/* Parent: create a per-run cgroup and set the limits. */
-int cgroup_prepare(const struct cgroup_limits *lim, struct cgroup_handle **out,
+/* Parent: create a per-run cgroup and set the limits. hc: a host cache to read the mount
+ * table through (synced by the caller), or NULL. */
+struct hcache;
+int cgroup_prepare(const struct cgroup_limits *lim, struct hcache *hc, struct cgroup_handle **out,
                    struct corral_error *err);
 /* Parent: fd of the v2 cgroup directory for CLONE_INTO_CGROUP, or -1 (v1). */
 int cgroup_clone_fd(const struct cgroup_handle *cg);

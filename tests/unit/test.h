@@ -28,5 +28,4 @@ void test_memory(void);
 void test_plankey(void);
 void test_template(void);
 void test_hcache(void);
-void test_cgmounts(void);
 #endif

@@ -3,8 +3,9 @@
  * of change to the host: a replaced, removed or new name, a chmod, a write or a chmod through
  * another hard link, a replaced ancestor, a mount, an overflowed event queue; and it does
  * answer from the cache (hits) while nothing it holds changes, also when other names in a
- * directory it watches do. Runs in a child with a user and mount namespace of its own (for
- * the mount), and again as uid 65534 for what permissions decide. */
+ * directory it watches do. The mount table it keeps (hc_mountinfo) is the kernel's after
+ * each sync, also when longer than one read. Runs in a child with a user and mount namespace of its
+ * own (for the mount), and again as uid 65534 for what permissions decide. */
 #include "hcache.h"
 #include "test.h"
 
@@ -200,6 +201,41 @@ static void after(struct hcache *c, const char *name, int change_rc, bool flush)
 	}
 }
 
+/* /proc/self/mountinfo, read now */
+static char *fresh_mountinfo(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return NULL;
+	char *out = NULL, buf[4096];
+	size_t cap = 0, n;
+	FILE *o = open_memstream(&out, &cap);
+	while (o && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+		fwrite(buf, 1, n, o);
+	fclose(f);
+	if (o)
+		fclose(o);
+	return out;
+}
+
+/* hc_mountinfo(c) is the table of now (same) or is not (shows: whether it lists dir) */
+static void check_mountinfo(struct hcache *c, const char *what, const char *dir, bool shows)
+{
+	char *kept = hc_mountinfo(c), *now = fresh_mountinfo(), needle[PATH_MAX + 2], name[300];
+	if (dir) {
+		snprintf(needle, sizeof(needle), " %s ", dir);
+		snprintf(name, sizeof(name), "hcache: the mount table %s %s", what,
+		         shows ? "shows the mount" : "does not show the mount");
+		CHECK(name, kept && (strstr(kept, needle) != NULL) == shows);
+	}
+	if (!dir || shows == (now && strstr(now, needle))) {
+		snprintf(name, sizeof(name), "hcache: the mount table %s is the kernel's", what);
+		CHECK(name, kept && now && !strcmp(kept, now));
+	}
+	free(kept);
+	free(now);
+}
+
 static int child_main(bool as_nobody)
 {
 	if (!as_nobody) {
@@ -253,6 +289,7 @@ static int child_main(bool as_nobody)
 	                : "hcache: procfs looked up every time",
 	      s1.misses - s0.misses >= 4);
 
+	check_mountinfo(c, as_nobody ? "as uid 65534" : "in the namespace", NULL, false);
 	if (as_nobody) {
 		/* permissions: a directory on the way closed */
 		after(c, "chmod 000 of a directory on the way (uid 65534)", mode("d", 0), true);
@@ -289,6 +326,32 @@ static int child_main(bool as_nobody)
 		full("d2/g", f2);
 		after(c, "a bind mount over d/g", mount(f2, g, NULL, MS_BIND, NULL), true);
 		after(c, "its unmount", umount(g), true);
+		/* the mount table, kept until a sync takes in a change (hc_mountinfo): many
+		 * mounts, so that it takes more than one read */
+		char m[PATH_MAX], sub[PATH_MAX + 16];
+		full("h/m", m);
+		check_mountinfo(c, "at first", NULL, false);
+		int mounted = mkdir(m, 0755) == 0 && mount("tmpfs", m, "tmpfs", 0, NULL) == 0;
+		check_mountinfo(c, "before the sync that takes in a mount (kept)", m, false);
+		hcache_sync(c);
+		check_mountinfo(c, "after the sync that takes in a mount", m, true);
+		for (int i = 0; mounted && i < 200; i++) {
+			snprintf(sub, sizeof(sub), "%s/%d", m, i);
+			mounted =
+			    mkdir(sub, 0755) == 0 && mount("tmpfs", sub, "tmpfs", 0, NULL) == 0;
+		}
+		hcache_sync(c);
+		char *big = hc_mountinfo(c);
+		if (!mounted || !big || strlen(big) <= 16384)
+			printf("# mounted %d (%s), table of %zu bytes\n", mounted, strerror(errno),
+			       big ? strlen(big) : 0);
+		CHECK("hcache: 201 mounts made, and the table is longer than two reads",
+		      mounted && big && strlen(big) > 16384);
+		free(big);
+		check_mountinfo(c, "with 200 mounts more", m, true);
+		after(c, "the unmount of the 201 mounts", umount2(m, MNT_DETACH), true);
+		check_mountinfo(c, "after the unmount", m, false);
+		check_mountinfo(c, "again", m, false);
 		/* more events than the queue holds (16384 by default), all about other names */
 		char junk[PATH_MAX];
 		full("d/junk", junk);
@@ -330,6 +393,7 @@ void test_hcache(void)
 	struct stat st;
 	CHECK("hcache: NULL is no cache (the system call itself)",
 	      hc_lstat(NULL, "/", &st) == 0 && S_ISDIR(st.st_mode) && st.st_nlink == 0);
+	check_mountinfo(NULL, "without a cache", NULL, false);
 	for (int pass = 0; pass < 2; pass++) {
 		if (pass == 1 && geteuid() != 0)
 			break; /* already unprivileged: the first pass was */
