@@ -54,13 +54,6 @@ struct corral_pipeline {
 	char id[37];
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void set_label(struct stage *s, const corral_config *cfg)
 {
 	const char *text = cfg->shell ? cfg->shell : cfg->argv ? cfg->argv[0] : "";
@@ -153,7 +146,7 @@ static void teardown_after(corral_pipeline *p, size_t i)
 			stop_stage(&p->st[j], 0);
 		return;
 	}
-	uint64_t dl = now_ms() + p->kill_after_ms;
+	uint64_t dl = mono_ms() + p->kill_after_ms;
 	if (!p->dl_down || dl < p->dl_down)
 		p->dl_down = dl;
 }
@@ -212,7 +205,7 @@ static void on_timer(corral_pipeline *p)
 	uint64_t exp;
 	ssize_t n = read(p->timerfd, &exp, sizeof(exp));
 	(void)n;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	if (p->dl_timeout && t >= p->dl_timeout) {
 		p->dl_timeout = 0;
 		p->timed_out = true;
@@ -273,7 +266,7 @@ static void finish(corral_pipeline *p)
 	memcpy(r->id, p->id, sizeof(r->id));
 	r->timed_out = p->timed_out;
 	r->cancelled = p->cancelled;
-	r->duration_ms = now_ms() - p->t_start;
+	r->duration_ms = mono_ms() - p->t_start;
 	for (size_t i = 0; i < p->n; i++) {
 		struct stage *s = &p->st[i];
 		r->stages[i] = s->res;
@@ -475,7 +468,7 @@ static int pipeline_start(const corral_config *const *stages, size_t n, corral_p
 		pipeline_free(p);
 		return r;
 	}
-	p->t_start = now_ms();
+	p->t_start = mono_ms();
 	int prev_read = -1; /* read end of the pipe from the previous stage */
 	for (size_t i = 0; i < n; i++) {
 		struct stage *s = &p->st[i];
@@ -561,7 +554,7 @@ int corral_pipeline_next_timeout_ms(const corral_pipeline *p)
 {
 	if (p->finished)
 		return -1;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	int best = -1;
 	uint64_t dls[] = {p->dl_timeout, p->dl_down};
 	for (size_t i = 0; i < ARRAY_SIZE(dls); i++) {
@@ -585,12 +578,12 @@ int corral_pipeline_step(corral_pipeline *p, int timeout_ms, struct corral_error
 {
 	if (p->finished)
 		return 1;
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
 	for (;;) {
 		struct epoll_event evs[MAX_STAGES + 1];
 		int wait = timeout_ms;
 		if (timeout_ms > 0) {
-			uint64_t t = now_ms();
+			uint64_t t = mono_ms();
 			wait = t >= until ? 0 : (int)(until - t);
 		}
 		int n = epoll_wait(p->epfd, evs, (int)ARRAY_SIZE(evs), wait);
@@ -618,7 +611,7 @@ int corral_pipeline_step(corral_pipeline *p, int timeout_ms, struct corral_error
 			finish(p);
 			return 1;
 		}
-		if (timeout_ms == 0 || (timeout_ms > 0 && now_ms() >= until))
+		if (timeout_ms == 0 || (timeout_ms > 0 && mono_ms() >= until))
 			return 0;
 	}
 }

@@ -54,13 +54,6 @@
  * secret (redact_stream_release): into a job's ring, or to a session's live callback. */
 #define JOB_FLUSH_MS 100
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void make_nonce(char out[NONCE_LEN + 1])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -279,7 +272,7 @@ static void sess_arm_timer(corral_session *s)
 	struct itimerspec its;
 	memset(&its, 0, sizeof(its));
 	if (next) {
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 		uint64_t d = next > t ? next - t : 1;
 		its.it_value.tv_sec = (time_t)(d / 1000);
 		its.it_value.tv_nsec = (long)(d % 1000) * 1000000;
@@ -292,7 +285,7 @@ int corral_session_next_timeout_ms(const corral_session *s)
 	uint64_t next = sess_next_deadline(s);
 	if (!next)
 		return -1;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	return next > t ? (int)(next - t) : 0;
 }
 
@@ -353,7 +346,7 @@ static void sess_on_output(void *ud, int stream, const char *buf, size_t n)
 	/* a live callback gets what is safe once the output pauses (the capture gets the same
 	 * bytes either way) */
 	if (s->cfg->out_cb && redact_stream_held(rs)) {
-		s->dl_release = now_ms() + JOB_FLUSH_MS;
+		s->dl_release = mono_ms() + JOB_FLUSH_MS;
 		sess_arm_timer(s);
 	}
 }
@@ -508,7 +501,7 @@ static int sess_spawn(corral_session *s, struct corral_error *err)
 	                 "PS1= PS2= PS4=; unset PROMPT_COMMAND HISTFILE; %s"
 	                 "command printf '\\n%%s 0\\n' %s >&3\n",
 	                 s->bash ? "set +H; " : "", s->ready_nonce);
-	s->dl_startup = now_ms() + s->opt.startup_timeout_ms;
+	s->dl_startup = mono_ms() + s->opt.startup_timeout_ms;
 	sess_arm_timer(s);
 	if ((r = sess_write(s, line, (size_t)n)) < 0) {
 		int e = -r;
@@ -767,7 +760,7 @@ static void sess_finish_cmd(corral_session *s)
 	res->stderr_buf = capture_finish(&s->cap[1], &res->stderr_len);
 	capture_free(&s->cap[0]);
 	capture_free(&s->cap[1]);
-	res->duration_ms = now_ms() - s->t_cmd;
+	res->duration_ms = mono_ms() - s->t_cmd;
 	if (s->have_status) {
 		res->exited = 1;
 		res->exit_code = s->status;
@@ -794,7 +787,7 @@ static void sess_finish_cmd(corral_session *s)
 	violations_collect(s->cfg, res);
 	s->cfg->timeout_ms = keep;
 	s->dl_cmd = s->dl_escalate = s->dl_wedged = s->dl_resync = s->dl_release = 0;
-	s->last_end = now_ms();
+	s->last_end = mono_ms();
 	s->cmd = C_DONE;
 	sess_arm_timer(s);
 }
@@ -854,7 +847,7 @@ static void sess_send_line(corral_session *s)
 	free(s->line);
 	s->line = NULL;
 	s->cmd = C_RUNNING;
-	s->t_cmd = now_ms();
+	s->t_cmd = mono_ms();
 	s->dl_cmd = s->cmd_timeout ? s->t_cmd + s->cmd_timeout : 0;
 	if (s->cfg->limits[CORRAL_LIMIT_CPU_S])
 		s->dl_cpu = s->t_cmd + 1000;
@@ -966,7 +959,7 @@ static void sess_ctl_read(corral_session *s)
 
 static void sess_timers(corral_session *s)
 {
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	if (s->dl_startup && t >= s->dl_startup) {
 		s->dl_startup = 0;
 		snprintf(
@@ -1073,7 +1066,7 @@ static void sess_handle(corral_session *s, uint32_t tag)
 
 int corral_session_step(corral_session *s, int timeout_ms, struct corral_error *err)
 {
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
 	for (;;) {
 		if (s->cmd == C_DONE)
 			return 1;
@@ -1084,7 +1077,7 @@ int corral_session_step(corral_session *s, int timeout_ms, struct corral_error *
 			return 1;
 		int wait = timeout_ms;
 		if (timeout_ms > 0) {
-			uint64_t t = now_ms();
+			uint64_t t = mono_ms();
 			wait = t >= until ? 0 : (int)(until - t);
 		}
 		struct epoll_event evs[8];
@@ -1102,7 +1095,7 @@ int corral_session_step(corral_session *s, int timeout_ms, struct corral_error *
 			sess_handle(s, evs[i].data.u32);
 		if (s->cmd == C_DONE)
 			return 1;
-		if (n == 0 && timeout_ms >= 0 && (timeout_ms == 0 || now_ms() >= until))
+		if (n == 0 && timeout_ms >= 0 && (timeout_ms == 0 || mono_ms() >= until))
 			return 0;
 		if (timeout_ms == 0)
 			return 0;
@@ -1122,7 +1115,7 @@ int corral_session_interrupt(corral_session *s)
 			return 0;
 		}
 		if (s->dl_cmd || !s->interrupted) {
-			s->dl_cmd = now_ms();
+			s->dl_cmd = mono_ms();
 			sess_arm_timer(s);
 		}
 	}
@@ -1204,7 +1197,7 @@ int corral_session_open(const corral_config *cfg, const struct corral_session_op
 			goto fail;
 		}
 	}
-	s->created = now_ms();
+	s->created = mono_ms();
 	s->last_end = s->created;
 	if ((r = sess_spawn(s, err)) < 0)
 		goto fail;
@@ -1316,7 +1309,7 @@ int corral_session_begin(corral_session *s, const char *command, uint64_t timeou
 	s->commands++;
 	s->cmd_timeout = timeout_ms ? timeout_ms : s->cfg->timeout_ms;
 	sess_begin_streams(s);
-	s->t_cmd = now_ms();
+	s->t_cmd = mono_ms();
 	if (s->sh == SH_READY) {
 		sess_send_line(s);
 	} else {
@@ -1374,7 +1367,7 @@ int corral_session_info(const corral_session *s, struct corral_session_info *inf
 	info->commands = s->commands;
 	info->restarts = s->restarts;
 	info->created_ms = s->created;
-	info->idle_ms = info->busy ? 0 : now_ms() - s->last_end;
+	info->idle_ms = info->busy ? 0 : mono_ms() - s->last_end;
 	info->output_bytes = s->out_total;
 	info->dropped_bytes = s->dropped;
 	info->shell = s->shell;
@@ -1466,7 +1459,7 @@ static void job_arm(corral_job *j)
 	struct itimerspec its;
 	memset(&its, 0, sizeof(its));
 	if (next) {
-		uint64_t t = now_ms(), d = next > t ? next - t : 1;
+		uint64_t t = mono_ms(), d = next > t ? next - t : 1;
 		its.it_value.tv_sec = (time_t)(d / 1000);
 		its.it_value.tv_nsec = (long)(d % 1000) * 1000000;
 	}
@@ -1497,7 +1490,7 @@ static void job_feed(corral_job *j, int stream, const char *buf, size_t n)
 	}
 	redact_stream_feed(rs, buf, n);
 	j->held[stream - 1] = redact_stream_held(rs) > 0;
-	j->last_feed[stream - 1] = now_ms();
+	j->last_feed[stream - 1] = mono_ms();
 	if (j->held[stream - 1] && !j->dl_flush) {
 		j->dl_flush = j->last_feed[stream - 1] + JOB_FLUSH_MS;
 		job_arm(j);
@@ -1506,7 +1499,7 @@ static void job_feed(corral_job *j, int stream, const char *buf, size_t n)
 
 static void job_flush(corral_job *j)
 {
-	uint64_t t = now_ms(), next = 0;
+	uint64_t t = mono_ms(), next = 0;
 	for (int i = 0; i < 2; i++) {
 		if (!j->rs[i] || !j->held[i])
 			continue;
@@ -1567,7 +1560,7 @@ static corral_job *job_new(const char *command, size_t cap, struct corral_error 
 		j->sink[i].j = j;
 		j->sink[i].stream = i + 1;
 	}
-	j->t_start = now_ms();
+	j->t_start = mono_ms();
 	return j;
 }
 
@@ -1640,7 +1633,7 @@ static void job_mark_ended(corral_job *j, int status, bool known)
 {
 	if (j->ended || !j->started)
 		goto out;
-	j->t_end = now_ms();
+	j->t_end = mono_ms();
 	if (known && WIFEXITED(status)) {
 		j->exited = 1;
 		j->exit_code = WEXITSTATUS(status);
@@ -1660,7 +1653,7 @@ out:
 	 * also wakes the job's descriptor when the end came through the session's (the
 	 * control socket is in both epoll sets, and either may take the report). */
 	if (!j->dl_drain) {
-		j->dl_drain = now_ms() + (j->out_fd >= 0 || j->err_fd >= 0 ? JOB_DRAIN_MS : 0);
+		j->dl_drain = mono_ms() + (j->out_fd >= 0 || j->err_fd >= 0 ? JOB_DRAIN_MS : 0);
 		job_arm(j);
 	}
 }
@@ -1676,7 +1669,7 @@ static void jobs_ctl_message(corral_session *s, const struct ctl_msg *m)
 			j->started = true;
 			j->exited = 1;
 			j->exit_code = 126;
-			j->t_end = now_ms();
+			j->t_end = mono_ms();
 			job_mark_ended(j, 126 << 8, true);
 			char msg[160];
 			int n = snprintf(msg, sizeof(msg), "corral: the job could not start: %s\n",
@@ -1880,7 +1873,7 @@ static void job_proc_done(corral_job *j)
 	j->dl_flush = 0;
 	j->running = false;
 	j->ended = true;
-	j->t_end = now_ms();
+	j->t_end = mono_ms();
 	/* the sandbox is gone: release its descriptors now (a server holds many jobs) */
 	epoll_ctl(j->epfd, EPOLL_CTL_DEL, corral_proc_fd(j->proc), NULL);
 	corral_proc_destroy(j->proc);
@@ -1891,11 +1884,11 @@ int corral_job_step(corral_job *j, int timeout_ms, struct corral_error *err)
 {
 	if (job_complete(j))
 		return 1;
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
 	for (;;) {
 		int wait = timeout_ms;
 		if (timeout_ms > 0) {
-			uint64_t t = now_ms();
+			uint64_t t = mono_ms();
 			wait = t >= until ? 0 : (int)(until - t);
 		}
 		int nt = corral_job_next_timeout_ms(j);
@@ -1940,7 +1933,7 @@ int corral_job_step(corral_job *j, int timeout_ms, struct corral_error *err)
 			if (r == 1)
 				job_proc_done(j);
 		}
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 		if (j->dl_kill && t >= j->dl_kill) {
 			j->dl_kill = 0;
 			if (j->sess && j->running) {
@@ -1959,7 +1952,7 @@ int corral_job_step(corral_job *j, int timeout_ms, struct corral_error *err)
 		job_arm(j);
 		if (job_complete(j))
 			return 1;
-		if (timeout_ms == 0 || (timeout_ms > 0 && now_ms() >= until))
+		if (timeout_ms == 0 || (timeout_ms > 0 && mono_ms() >= until))
 			return 0;
 	}
 }
@@ -1979,7 +1972,7 @@ int corral_job_next_timeout_ms(const corral_job *j)
 	int pn = j->proc ? corral_proc_next_timeout_ms(j->proc) : -1;
 	if (!next)
 		return pn;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	int mine = next > t ? (int)(next - t) : 0;
 	return pn >= 0 && pn < mine ? pn : mine;
 }
@@ -2157,7 +2150,7 @@ int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes, struct corr
 	o->exit_code = j->exited ? j->exit_code : -1;
 	o->signal = j->sig;
 	o->limit = j->limit;
-	o->duration_ms = (j->ended ? j->t_end : now_ms()) - j->t_start;
+	o->duration_ms = (j->ended ? j->t_end : mono_ms()) - j->t_start;
 	enum redact_mode rm = j->red ? redactor_mode(j->red) : REDACT_OFF;
 	o->redaction_mode = rm == REDACT_REDACT ? "redact" : rm == REDACT_FLAG ? "flag" : "off";
 	struct redact_stats st = j->red_st;
@@ -2197,7 +2190,7 @@ int corral_job_kill(corral_job *j, uint64_t grace_ms, struct corral_error *err)
 		return corral_set_error(err, CORRAL_ESYS, errno, "job", "job: signal: %s",
 		                        strerror(errno));
 	if (grace_ms) {
-		j->dl_kill = now_ms() + grace_ms;
+		j->dl_kill = mono_ms() + grace_ms;
 		job_arm(j);
 	}
 	return 0;

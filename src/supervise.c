@@ -56,13 +56,6 @@ struct corral_proc {
 	} sink[2];
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void ep_del(corral_proc *p, int *fd)
 {
 	if (*fd < 0)
@@ -122,7 +115,7 @@ static void hard_kill(corral_proc *p)
 	if (p->cmd_pid > 0)
 		kill(-p->cmd_pid, SIGKILL);
 	send_init(p, SIGUSR1);
-	p->dl_sweep = now_ms() + SWEEP_MS;
+	p->dl_sweep = mono_ms() + SWEEP_MS;
 }
 
 static void begin_stop(corral_proc *p, uint64_t grace_ms)
@@ -135,7 +128,7 @@ static void begin_stop(corral_proc *p, uint64_t grace_ms)
 	}
 	/* The init forwards SIGTERM to the command's process group. */
 	send_init(p, SIGTERM);
-	p->dl_kill = now_ms() + grace_ms;
+	p->dl_kill = mono_ms() + grace_ms;
 }
 
 /* Redacted bytes: to the caller's callback and into the capture. */
@@ -160,7 +153,7 @@ static void feed(corral_proc *p, int stream, const char *buf, size_t n)
 	/* A live consumer gets what is safe once the output pauses (the capture gets the same
 	 * bytes either way, so without a callback there is nothing to wait for). */
 	if (p->cfg->out_cb && redact_stream_held(rs))
-		p->dl_idle = now_ms() + IDLE_RELEASE_MS;
+		p->dl_idle = mono_ms() + IDLE_RELEASE_MS;
 }
 
 /* End of a stream: release what redaction held back (once). */
@@ -321,7 +314,7 @@ static void reap(corral_proc *p)
 			kill(-p->cmd_pid, SIGKILL);
 	}
 	p->dl_timeout = p->dl_kill = p->dl_sweep = 0;
-	p->dl_drain = now_ms() + DRAIN_MS;
+	p->dl_drain = mono_ms() + DRAIN_MS;
 	ep_del(p, &p->lo.pidfd);
 	ep_del(p, &p->lo.in_fd);
 }
@@ -331,7 +324,7 @@ static void on_timer(corral_proc *p)
 	uint64_t exp;
 	ssize_t n = read(p->timerfd, &exp, sizeof(exp));
 	(void)n;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	/* A command that ended just before its deadline may have its EXIT report waiting behind
 	 * this timer in the same batch of events: read it first, so that it is not called timed
 	 * out (and its sandbox not killed) after it finished. */
@@ -486,7 +479,7 @@ static void classify(corral_proc *p)
 static void finish(corral_proc *p)
 {
 	struct corral_result *res = p->res;
-	res->duration_ms = now_ms() - p->t_start;
+	res->duration_ms = mono_ms() - p->t_start;
 	stream_end(p, 1);
 	stream_end(p, 2);
 	classify(p);
@@ -539,12 +532,12 @@ int corral_proc_step(corral_proc *p, int timeout_ms, struct corral_error *err)
 {
 	if (p->finished)
 		return 1;
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? mono_ms() + (uint64_t)timeout_ms : 0;
 	for (;;) {
 		struct epoll_event evs[8];
 		int wait = timeout_ms;
 		if (timeout_ms > 0) {
-			uint64_t t = now_ms();
+			uint64_t t = mono_ms();
 			wait = t >= until ? 0 : (int)(until - t);
 		}
 		int n = epoll_wait(p->epfd, evs, 8, wait);
@@ -584,7 +577,7 @@ int corral_proc_step(corral_proc *p, int timeout_ms, struct corral_error *err)
 			finish(p);
 			return 1;
 		}
-		if (timeout_ms == 0 || (timeout_ms > 0 && now_ms() >= until))
+		if (timeout_ms == 0 || (timeout_ms > 0 && mono_ms() >= until))
 			return 0;
 	}
 }
@@ -679,7 +672,7 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 		proc_free(p);
 		return r;
 	}
-	p->t_start = now_ms();
+	p->t_start = mono_ms();
 	r = launch_start(p->cfg, p->res, &p->lo, err);
 	if (r < 0) {
 		proc_free(p);
@@ -701,7 +694,7 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 		return r;
 	}
 	p->parked = p->cfg->park;
-	p->t_parked = now_ms(); /* built (the init may still be on its last setup steps) */
+	p->t_parked = mono_ms(); /* built (the init may still be on its last setup steps) */
 	if (p->cfg->timeout_ms && !p->parked) /* parked: the deadline starts with the command */
 		p->dl_timeout = p->t_start + p->cfg->timeout_ms;
 	arm_timer(p);
@@ -858,7 +851,7 @@ int proc_unpark(corral_proc *p, const struct corral_config *cfg, struct corral_e
 	capture_free(&p->cap[1]);
 	capture_init(&p->cap[0], nc->output_cap);
 	capture_init(&p->cap[1], nc->output_cap);
-	p->t_start = now_ms();
+	p->t_start = mono_ms();
 	p->res->prebuilt = 1;
 	p->res->prebuilt_ms = p->t_start - p->t_parked;
 	if (werr)
@@ -920,7 +913,7 @@ int corral_proc_next_timeout_ms(const corral_proc *p)
 			next = dls[i];
 	if (!next)
 		return -1;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	return next <= t ? 0 : (int)(next - t);
 }
 

@@ -45,13 +45,6 @@ struct mtpl {
 	char why[200]; /* the last failure */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 struct mtpl *mtpl_new(void)
 {
 	struct mtpl *t = calloc(1, sizeof(*t));

@@ -155,13 +155,6 @@ struct relay {
 	char out[16384]; /* master -> stdout */
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void write_out(struct relay *R, const char *buf, size_t n)
 {
 	while (n && !R->out_dead) {

@@ -210,13 +210,6 @@ struct server {
 	unsigned pool_misses;     /* calls in a row that found only sandboxes of another plan */
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
 {
@@ -388,7 +381,7 @@ static void audit_failed(struct server *s, const struct corral_error *err)
 		       err->message);
 	if (++s->audit_fails_in_row >= AUDIT_FAILS_BEFORE_PAUSE) {
 		s->audit_fails_in_row = 0;
-		s->audit_paused_until = now_ms() + AUDIT_PAUSE_MS;
+		s->audit_paused_until = mono_ms() + AUDIT_PAUSE_MS;
 	}
 }
 
@@ -397,7 +390,7 @@ static bool audit_ready(struct server *s)
 {
 	if (!s->audit)
 		return false;
-	if (s->audit_paused_until && now_ms() < s->audit_paused_until) {
+	if (s->audit_paused_until && mono_ms() < s->audit_paused_until) {
 		s->audit_failed++;
 		audit_note_missed(s->audit, 1, NULL); /* in the store_unavailable event's count */
 		return false;
@@ -512,7 +505,7 @@ static void audit_cut_off(struct server *s, const struct call *c, const char *ki
 		res->command = strdup(d + (strncmp(d, "$ ", 2) ? 0 : 2));
 	res->argv = c->plan.argv ? strv_copy(c->plan.argv) : NULL;
 	res->exit_code = -1;
-	res->duration_ms = now_ms() - c->t_start;
+	res->duration_ms = mono_ms() - c->t_start;
 	struct audit_run r = {
 	    .res = res,
 	    .kind = kind,
@@ -716,7 +709,7 @@ static int upkeep_timeout(const struct server *s)
 {
 	if (!audit_upkeep_due(s->audit) || s->running || s->n_queued)
 		return -1;
-	uint64_t t = now_ms(), due = s->busy_at + POOL_IDLE_MS;
+	uint64_t t = mono_ms(), due = s->busy_at + POOL_IDLE_MS;
 	return t >= due ? 0 : (int)(due - t);
 }
 
@@ -880,7 +873,7 @@ static void respond(struct server *s, struct call *c, json_t *result)
 		line = jr_error_line(c->id, JR_INTERNAL_ERROR,
 		                     "internal error: out of memory building the tool result");
 	send_line(s, line);
-	s->replied_at = now_ms();
+	s->replied_at = mono_ms();
 }
 
 /* Keep the latest output bytes of a call with a progress token, for its progress messages:
@@ -1065,7 +1058,7 @@ static bool pool_eligible(const struct server *s, const struct call *c)
 static corral_proc *pool_take(struct server *s, const struct call *c)
 {
 	const corral_config *cfg = c->plan.cfg;
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	s->pool_b2b = pool_eligible(s, c) && s->replied_at && now - s->replied_at < POOL_IDLE_MS;
 	if (!s->pool || !pool_eligible(s, c))
 		return NULL;
@@ -1076,11 +1069,11 @@ static corral_proc *pool_take(struct server *s, const struct call *c)
 		if (err.sys_errno == EMFILE || err.sys_errno == ENFILE) {
 			pool_drop(s);
 			pool_reap(s);
-			s->pool_wait_until = now_ms() + POOL_ROOM_WAIT_MS;
+			s->pool_wait_until = mono_ms() + POOL_ROOM_WAIT_MS;
 		}
 		return NULL; /* the plain launch reports what is wrong */
 	}
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	for (struct parked **pp = &s->pool; *pp; pp = &(*pp)->next) {
 		struct parked *e = *pp;
 		if (memcmp(e->key, key, sizeof(key)) != 0 || pool_aged(e, t) ||
@@ -1156,7 +1149,7 @@ static int pool_timeout(struct server *s)
 {
 	if (!s->o->prebuild || s->pool_off || s->stop || !pool_template(s))
 		return -1;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	if (!s->pool_target)
 		s->pool_target = s->o->prebuild;
 	uint64_t due = pool_at_once(s) ? t : s->busy_at + POOL_IDLE_MS;
@@ -1182,14 +1175,14 @@ static void pool_pause(struct server *s, const char *why)
 	pool_drop(s);
 	pool_reap(s);
 	s->pool_fails = 0;
-	s->pool_wait_until = now_ms() + POOL_PAUSE_MS;
+	s->pool_wait_until = mono_ms() + POOL_PAUSE_MS;
 }
 
 static void pool_refill(struct server *s)
 {
 	if (pool_timeout(s) != 0)
 		return;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	/* reaping waits for each dropped init to end: only when idle, never beside a call */
 	if (t - s->busy_at >= POOL_IDLE_MS)
 		pool_reap(s);
@@ -1247,7 +1240,7 @@ static void pool_refill(struct server *s)
 	int after = count_fds();
 	if (used >= 0 && after > used && after - used > s->fd_per_park)
 		s->fd_per_park = after - used;
-	e->born = now_ms();
+	e->born = mono_ms();
 	/* newest last: the oldest is used first and ages out first */
 	struct parked **pp = &s->pool;
 	while (*pp)
@@ -1316,7 +1309,7 @@ static void start_call(struct server *s, struct call *c)
 	}
 	c->state = CALL_RUNNING;
 	s->running++;
-	c->t_start = c->t_progress = now_ms();
+	c->t_start = c->t_progress = mono_ms();
 }
 
 static void step_pipeline(struct server *s, struct call *c);
@@ -1419,7 +1412,7 @@ static void progress_tick(struct server *s)
 	uint64_t exp;
 	ssize_t n = read(s->timerfd, &exp, sizeof(exp));
 	(void)n;
-	uint64_t t = now_ms();
+	uint64_t t = mono_ms();
 	for (struct call *c = s->calls; c; c = c->next)
 		if (c->state == CALL_RUNNING && c->progress_token && !c->cancelled &&
 		    t - c->t_progress >= PROGRESS_EVERY_MS) {
@@ -1592,7 +1585,7 @@ static struct call *deferred_call(struct server *s, const json_t *id, const json
 	if (s->calls)
 		s->calls->prev = c;
 	s->calls = c;
-	c->t_start = c->t_progress = now_ms();
+	c->t_start = c->t_progress = mono_ms();
 	c->started_wall_ms = wall_ms();
 	return c;
 }
@@ -1751,7 +1744,7 @@ static void job_event(struct server *s, struct mjob *j)
 	if (corral_job_step(j->j, 0, &err) != 1)
 		return;
 	j->done = true;
-	j->ended = now_ms();
+	j->ended = mono_ms();
 	epoll_ctl(s->epfd, EPOLL_CTL_DEL, corral_job_fd(j->j), NULL);
 	json_t *v = job_json(j);
 	audit_job(s, j, j->kill_asked);
@@ -1789,7 +1782,7 @@ static void job_event(struct server *s, struct mjob *j)
 static int stateful_timeout(struct server *s)
 {
 	int t = -1;
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	for (struct msess *m = s->sessions; m; m = m->next) {
 		int n = corral_session_next_timeout_ms(m->s);
 		if (n >= 0 && (t < 0 || n < t))
@@ -1825,7 +1818,7 @@ static int stateful_timeout(struct server *s)
 /* Deadlines without readiness, idle expiry, job lifetimes. */
 static void stateful_tick(struct server *s)
 {
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	for (struct msess *m = s->sessions, *next; m; m = next) {
 		next = m->next;
 		if (corral_session_next_timeout_ms(m->s) == 0) {
@@ -1928,7 +1921,7 @@ static void shutdown_reap(struct server *s, uint64_t reap_until)
 			else if (pfd)
 				pfd[n++] = (struct pollfd){.fd = corral_job_fd(j->j), .events = POLLIN};
 		}
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 		if (n == 0 || t >= reap_until)
 			break;
 		/* readiness covers each one's own timers; the cap keeps a missed one cheap */
@@ -2154,7 +2147,7 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 		j->j = cj;
 		if (sid)
 			snprintf(j->session, sizeof(j->session), "%s", sid);
-		j->started = now_ms();
+		j->started = mono_ms();
 		j->started_wall = wall_ms();
 		if (m) {
 			memcpy(j->policy_hash, m->policy_hash, sizeof(j->policy_hash));
@@ -2420,7 +2413,7 @@ static void start_pipeline(struct server *s, struct call *c)
 	}
 	c->state = CALL_RUNNING;
 	s->running++;
-	c->t_start = c->t_progress = now_ms();
+	c->t_start = c->t_progress = mono_ms();
 }
 
 static void step_pipeline(struct server *s, struct call *c)
@@ -2748,7 +2741,7 @@ static void run_loop(struct server *s)
 			break;
 		}
 		if (n > 0) {
-			s->busy_at = now_ms();
+			s->busy_at = mono_ms();
 		} else {
 			pool_refill(s);
 			upkeep_when_idle(s);
@@ -2830,7 +2823,7 @@ static void shutdown_all(struct server *s)
 	/* With an audit store, let each killed run, pipeline and job end in a result (briefly,
 	 * in one wait) so that it is recorded as cancelled; what does not end in time is
 	 * recorded as cut off. Sessions close first (their jobs end with them). */
-	uint64_t reap_until = now_ms() + SHUTDOWN_REAP_MS;
+	uint64_t reap_until = mono_ms() + SHUTDOWN_REAP_MS;
 	pool_drop(s);
 	pool_reap(s);
 	corral_config_free(s->pool_tmpl);
@@ -2847,9 +2840,9 @@ static void shutdown_all(struct server *s)
 	free_done(s); /* corral_proc_destroy kills and reaps what still runs */
 
 	/* Replies already built still go out, if the client takes them soon. */
-	uint64_t until = now_ms() + SHUTDOWN_FLUSH_MS;
+	uint64_t until = mono_ms() + SHUTDOWN_FLUSH_MS;
 	while (outq_pending(s) && !(s->stop_reason && !strcmp(s->stop_reason, "stdout closed"))) {
-		uint64_t t = now_ms();
+		uint64_t t = mono_ms();
 		if (t >= until)
 			break;
 		struct pollfd pfd = {.fd = s->out_fd, .events = POLLOUT};

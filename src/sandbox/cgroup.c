@@ -168,13 +168,6 @@ static long next_pid(char **pos)
 	return *pos ? pid : 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
@@ -824,7 +817,7 @@ static int freeze(struct cgroup_handle *cg, int on)
 	if (!d || write_at(d, file, val) < 0)
 		return 0;
 	/* Freezing is asynchronous; wait (bounded: a task in D state may delay it). */
-	for (int64_t end = now_ms() + 100; on && now_ms() < end; sleep_ms(1)) {
+	for (int64_t end = (int64_t)mono_ms() + 100; on && (int64_t)mono_ms() < end; sleep_ms(1)) {
 		if (cg->version == 2 && key_value_at(d, "cgroup.events", "frozen") == 1)
 			break;
 		autofree char *state = cg->version == 1 ? read_at(d, "freezer.state") : NULL;
@@ -851,7 +844,7 @@ static int kill_listed(struct cgroup_handle *cg)
 static int wait_empty(struct cgroup_handle *cg, int64_t until)
 {
 	while (cgroup_count_procs(cg) > 0) {
-		if (now_ms() >= until)
+		if ((int64_t)mono_ms() >= until)
 			return -EBUSY;
 		sleep_ms(2);
 	}
@@ -862,20 +855,20 @@ int cgroup_kill_all(struct cgroup_handle *cg)
 {
 	if (!cg)
 		return 0;
-	int64_t deadline = now_ms() + KILL_TIMEOUT_MS;
+	int64_t deadline = (int64_t)mono_ms() + KILL_TIMEOUT_MS;
 	/* cgroup.kill (5.14+) kills the whole tree atomically, forks in flight included. */
 	if (cg->version == 2 && write_at(cg->dir[0], "cgroup.kill", "1") == 0)
 		return wait_empty(cg, deadline);
 	/* Otherwise freeze, kill, thaw: frozen processes can't fork (a double-forking daemon
 	 * can't outrun us) and die on thaw. Repeat for anything that slipped in meanwhile. */
 	while (cgroup_count_procs(cg) > 0) {
-		if (now_ms() >= deadline)
+		if ((int64_t)mono_ms() >= deadline)
 			return -EBUSY;
 		int frozen = freeze(cg, 1);
 		kill_listed(cg);
 		if (frozen)
 			freeze(cg, 0);
-		int64_t settle = now_ms() + 50;
+		int64_t settle = (int64_t)mono_ms() + 50;
 		wait_empty(cg, settle < deadline ? settle : deadline);
 	}
 	return 0;
@@ -895,8 +888,8 @@ void cgroup_note(struct cgroup_handle *cg, const char *note)
 /* rmdir fails with EBUSY for a moment after the last process has exited. */
 static void remove_dir(const char *dir)
 {
-	int64_t end = now_ms() + RMDIR_TIMEOUT_MS;
-	while (rmdir(dir) < 0 && errno == EBUSY && now_ms() < end)
+	int64_t end = (int64_t)mono_ms() + RMDIR_TIMEOUT_MS;
+	while (rmdir(dir) < 0 && errno == EBUSY && (int64_t)mono_ms() < end)
 		sleep_ms(5);
 	/* The shared parent goes with its last run; busy or not empty means others use it. */
 	char parent[PATH_MAX];
