@@ -301,6 +301,20 @@ def section_server(out, server, targets):
             out.append(f"| {r['what']} | {r['p50_ms']:.3f} ms | {r['p90_ms']:.3f} ms | "
                        f"{r['p99_ms']:.3f} ms | {ratio} | {pre} |")
         out.append("")
+        fl = next((r for r in sp if r["what"].startswith("floor:")), None)
+        pb = next((r for r in sp if "--prebuild" in r["what"]), None)
+        if fl and fl.get("p50_ratio_to_bare"):
+            out.append(
+                "The floor row is the same client's call to a server that does nothing but "
+                "read the JSON-RPC line, `posix_spawn` the command, wait and write the reply: "
+                "the round trip and the JSON that every MCP server pays, however it isolates "
+                f"the command. It takes {fl['p50_ms']:.3f} ms = "
+                f"{fl['p50_ratio_to_bare']:.2f}× bare at p50"
+                + (f"; a prebuilt corral call is {pb['p50_ms'] - fl['p50_ms']:.3f} ms above it "
+                   f"({pb['p50_ms'] / fl['p50_ms']:.2f}× the floor)" if pb else "")
+                + ".\n")
+        elif server.get("mcp_floor_skipped"):
+            out.append(f"The MCP floor row was not measured: {server['mcp_floor_skipped']}.\n")
     if server.get("skipped"):
         out.append(f"**corral mcp: not measured.** {server['skipped']}. The harness is ready: "
                    "once `build/corral mcp` answers `initialize` on stdio, `bench/run.sh` "
@@ -358,9 +372,14 @@ def section_server(out, server, targets):
                             verdict(c1["p50_ratio_to_bare"] <= T_SERVER_P50_RATIO)))
         pre = next((r for r in server.get("spaced") or [] if "--prebuild" in r["what"]), None)
         if pre and pre.get("p50_ratio_to_bare"):
+            fl = next((r for r in server.get("spaced") or [] if r["what"].startswith("floor:")),
+                      None)
+            floor_note = (f"; a minimal MCP server without isolation: "
+                          f"{fl['p50_ratio_to_bare']:.2f}×" if fl and fl.get("p50_ratio_to_bare")
+                          else "")
             targets.append((f"… with `--prebuild`, calls {pre['gap_ms']:.0f} ms apart",
                             f"{pre['p50_ms']:.3f} ms = {pre['p50_ratio_to_bare']:.2f}× bare "
-                            f"(spaced the same)",
+                            f"(spaced the same{floor_note})",
                             verdict(pre["p50_ratio_to_bare"] <= T_SERVER_P50_RATIO)))
 
 

@@ -34,6 +34,9 @@ cp "$CORRAL" "$tmp/bin/corral"
 # The kernel's floor for a launch with a fresh set of namespaces (bench/nsfloor.c).
 cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/nsfloor" "$BENCH/nsfloor.c"
 export BENCH_NSFLOOR="$tmp/bin/nsfloor"
+# The floor of an MCP server's call: JSON-RPC on stdio and posix_spawn, no isolation.
+cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/mcpfloor" "$BENCH/mcpfloor.c" -ljansson
+export BENCH_MCPFLOOR="$tmp/bin/mcpfloor"
 # What this machine charges for a system call, a page fault, fork and spawn (bench/machine.c).
 cc -O2 -Wall -Wextra -Werror -o "$tmp/bin/machine" "$BENCH/machine.c"
 export CORRAL_SOURCE="$CORRAL" CORRAL="$tmp/bin/corral"

@@ -32,6 +32,7 @@ N_SLEEP = int(os.environ.get("BENCH_MCP_SLEEPERS", "100"))
 N_SPACED = int(os.environ.get("BENCH_SPACED_CALLS", "60" if QUICK else "300"))
 GAP_MS = float(os.environ.get("BENCH_SPACED_GAP_MS", "20"))
 PREBUILD = os.environ.get("BENCH_PREBUILD", "2")
+MCP_FLOOR = "floor: a minimal MCP server (bench/mcpfloor.c: JSON-RPC + posix_spawn, no isolation)"
 
 
 class McpError(Exception):
@@ -430,6 +431,20 @@ def spaced(result):
             + (f" prebuilt {r['prebuilt']}/{N_SPACED}" if counts is not None else ""))
 
     run(bare_call, "bare fork+exec+wait (posix_spawn)")
+    # The floor of any MCP server's call: the same client's round trip to a server that only
+    # parses the JSON-RPC and posix_spawns the command (bench/mcpfloor.c, no isolation).
+    floor = os.environ.get("BENCH_MCPFLOOR")
+    if floor and os.access(floor, os.X_OK) and not os.environ.get("CORRAL_MCP_CMD"):
+        client = McpClient([floor], WORKSPACE, os.path.join(RESULTS, "mcp-floor.stderr"))
+        try:
+            client.handshake()
+            run(mcp_call(client), MCP_FLOOR)
+        except (McpError, OSError) as e:
+            result["mcp_floor_skipped"] = f"bench/mcpfloor did not answer: {e}"
+        finally:
+            client.close()
+    else:
+        result["mcp_floor_skipped"] = "bench/mcpfloor was not built (run bench/run.sh)"
     for extra, what in (([], "corral mcp"),
                         (["--mount-template", "off"], "corral mcp --mount-template off"),
                         (["--prebuild", PREBUILD], f"corral mcp --prebuild {PREBUILD}")):
