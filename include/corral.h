@@ -521,8 +521,10 @@ CORRAL_API void corral_job_free(corral_job *j);
  *
  * Teardown: when a stage fails (status not 0), the stages before it are stopped at once
  * (SIGKILL: their output has nowhere to go); the stages after it see EOF on their stdin and
- * get the first stage's kill grace (kill_after) to finish, then are stopped. A stage that
- * ends with status 0 stops nothing, even while an earlier stage still runs (as in a shell).
+ * get the first stage's kill grace (kill_after) to finish, then are stopped. A stage with
+ * status 141 (SIGPIPE) stops only the stages before it: a later stage stopped reading, and goes on
+ * by these rules. A stage that ends with status 0 stops nothing, even while an earlier stage still
+ * runs (as in a shell).
  *
  * Timeout: the first stage's timeout covers the whole pipeline (the other stages' timeouts
  * are ignored). When it fires every running stage gets SIGTERM, then SIGKILL after the kill

@@ -237,17 +237,34 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 		return corral_set_error(err, CORRAL_EINVAL, 0, "workspace",
 		                        "workspace: empty path; give an existing directory");
 	char *real = realpath(dir, NULL);
-	if (!real)
+	if (!real) {
+		int e = errno;
 		return corral_set_error(
-		    err, CORRAL_EINVAL, errno, "workspace",
-		    "workspace: %s: %s; create it or pass an existing directory "
-		    "with --workspace",
-		    dir, strerror(errno));
+		    err, CORRAL_EINVAL, e, "workspace", "workspace: %s: %s; %s", dir, strerror(e),
+		    e == ENOENT    ? "create it or pass an existing directory with --workspace"
+		    : e == EACCES  ? "a directory on its way cannot be searched by this user; fix "
+		                     "the permissions or pass another directory"
+		    : e == ELOOP   ? "a symbolic link on its way loops; pass the real directory"
+		    : e == ENOTDIR ? "a part of the path is not a directory; pass a directory"
+		                   : "pass an existing directory with --workspace");
+	}
 	struct stat st;
 	if (stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		free(real);
 		return corral_set_error(err, CORRAL_EINVAL, ENOTDIR, "workspace",
 		                        "workspace: %s is not a directory; pass a directory", dir);
+	}
+	/* The sandbox shows the workspace as the caller could use it: one the caller cannot
+	 * list and enter would fail later, on a path inside it, with a misleading reason. */
+	if (faccessat(AT_FDCWD, real, R_OK | X_OK, AT_EACCESS) < 0) {
+		int e = errno;
+		corral_set_error(
+		    err, CORRAL_EINVAL, e, "workspace",
+		    "workspace: %s: %s for uid %u (it needs to read and enter it); fix "
+		    "its permissions or pass a directory this user can use",
+		    dir, strerror(e), (unsigned)geteuid());
+		free(real);
+		return CORRAL_EINVAL;
 	}
 	if (!strcmp(real, "/")) {
 		free(real);
@@ -293,6 +310,15 @@ int corral_config_set_cwd(corral_config *cfg, const char *dir, struct corral_err
 		    "cwd: %s resolves to %s, outside the workspace %s; give a directory "
 		    "inside it",
 		    dir, real, cfg->workspace);
+		free(real);
+		return CORRAL_EINVAL;
+	}
+	struct stat st;
+	if (stat(real, &st) == 0 && !S_ISDIR(st.st_mode)) {
+		corral_set_error(err, CORRAL_EINVAL, ENOTDIR, "cwd",
+		                 "cwd: %s is not a directory; give a directory inside the "
+		                 "workspace %s",
+		                 dir, cfg->workspace);
 		free(real);
 		return CORRAL_EINVAL;
 	}

@@ -230,9 +230,16 @@ int corral_explain(const corral_config *cfg, char **json_out, struct corral_erro
 	if (r == 0)
 		plan_record_layers(&L, res);
 	json_object_set_new(o, "mode", json_string(res->mode ? res->mode : "required"));
-	json_object_set_new(o, "network",
-	                    json_string(cfg->net == CORRAL_NET_HOST ? "host (shared with the host!)"
-	                                                            : "none (loopback only)"));
+	/* what the plan gives, not only what was asked: mode none (or a host that refuses
+	 * the namespace, mode auto) shares the host's network */
+	json_object_set_new(
+	    o, "network",
+	    json_string(cfg->net == CORRAL_NET_HOST ? "host (shared with the host!)"
+	                : r < 0 || L.netns          ? "none (loopback only)"
+	                : L.landlock && L.ll.deny_tcp && L.ll.abi >= 4
+	                    ? "host (shared: no network namespace; TCP denied by Landlock, UDP "
+	                      "and other protocols NOT contained)"
+	                    : "host (shared: no network namespace; NOT contained)"));
 	json_object_set_new(o, "workspace", json_string(cfg->workspace));
 	json_object_set_new(o, "workspace_access", json_string(cfg->workspace_ro ? "read-only"
 	                                                                         : "read-write"));

@@ -303,9 +303,14 @@ static _Noreturn void exec_argv(const struct launch *L, char *const *argv, int e
 	for (const char *p = prog; *p; p++)
 		if (*p == '/')
 			has_slash = true;
+	/* ENOENT from an execve of a file that is there: its interpreter (the #! line's
+	 * program, an ELF binary's loader) is missing; detail 1 says so */
+	int detail = -1;
 	if (has_slash) {
 		execve(prog, argv, L->envp);
 		err = errno;
+		if (err == ENOENT && access(prog, F_OK) == 0)
+			detail = 1;
 	} else {
 		bool eacces = false;
 		for (char **d = L->path_dirs; *d; d++) {
@@ -318,6 +323,8 @@ static _Noreturn void exec_argv(const struct launch *L, char *const *argv, int e
 			execve(L->exec_buf, argv, L->envp);
 			if (errno == EACCES)
 				eacces = true;
+			else if (errno == ENOENT && detail < 0 && access(L->exec_buf, F_OK) == 0)
+				detail = 1;
 			else if (errno != ENOENT && errno != ENOTDIR) {
 				err = errno;
 				break;
@@ -326,7 +333,7 @@ static _Noreturn void exec_argv(const struct launch *L, char *const *argv, int e
 		if (err == ENOENT && eacces)
 			err = EACCES;
 	}
-	fail_on(exec_fd, STEP_EXEC, err, -1, NULL);
+	fail_on(exec_fd, STEP_EXEC, err, err == ENOENT ? detail : -1, NULL);
 }
 
 static _Noreturn void confine_and_exec(const struct launch *L, char *const *argv, int exec_fd)
@@ -781,6 +788,9 @@ static _Noreturn void init_loop(const struct launch *L, pid_t cmd)
 			}
 			stopped = true;
 			kill(-cmd, sig);
+			/* as timeout(1): a stopped process would only take the signal when
+			 * continued, after the grace, by the SIGKILL */
+			kill(-cmd, SIGCONT);
 		}
 	}
 	/* Nothing outlives the command: background jobs, setsid daemons, double forks. */
@@ -1813,6 +1823,15 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 	int e = rep->err;
 	if (rep->step == STEP_EXEC) {
 		const char *prog = cfg->argv[0];
+		if (e == ENOENT && rep->detail == 1)
+			return corral_set_error(
+			    err, CORRAL_ENOEXEC, e, "exec",
+			    "exec: %s: its interpreter was not found in the sandbox (the program "
+			    "on "
+			    "its #! line, or an ELF binary's loader); fix that line, or make the "
+			    "interpreter visible (the host's /home, /opt and other paths outside "
+			    "the plan are not)",
+			    prog);
 		if (e == ENOENT)
 			return corral_set_error(
 			    err, CORRAL_ENOTFOUND, e, "exec",
@@ -1820,6 +1839,13 @@ int launch_report_error(const struct report *rep, const struct corral_config *cf
 			    "searched inside it; the host's /home, /opt and other "
 			    "paths outside the plan are not visible)",
 			    prog);
+		if (e == E2BIG)
+			return corral_set_error(
+			    err, CORRAL_ENOEXEC, e, "exec",
+			    "exec: %s: %s: the arguments and environment are over the kernel's "
+			    "limit (each string at most 128 KiB); pass large data on stdin or in a "
+			    "file in the workspace",
+			    prog, strerror(e));
 		return corral_set_error(err, CORRAL_ENOEXEC, e, "exec",
 		                        "exec: %s: %s (not executable in the sandbox)", prog,
 		                        strerror(e));

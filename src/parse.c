@@ -90,6 +90,13 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 				*why = "size is absurdly large (over 1 EiB)";
 				return -1;
 			}
+			/* a nonzero size below one byte would read as 0, "no limit": refuse it */
+			if (*out == 0 && v.nonzero) {
+				*why = "size is below one byte, which would mean no limit; give at "
+				       "least 1 "
+				       "(or 0 for no limit)";
+				return -1;
+			}
 			return 0;
 		}
 	}

@@ -131,11 +131,17 @@ static void stop_stage(struct stage *s, uint64_t grace_ms)
 }
 
 /* Stage i failed: upstream stages can only write into a dead end now, stop them at once;
- * downstream stages see EOF and get the grace to finish. */
+ * downstream stages see EOF and get the grace to finish. A stage killed by SIGPIPE (or a
+ * shell whose command was: 141) failed because a later stage stopped reading: that one goes on by
+ * its own rules (as in a shell; with no grace it would be killed before its own status was
+ * reported). */
 static void teardown_after(corral_pipeline *p, size_t i)
 {
 	for (size_t j = 0; j < i; j++)
 		stop_stage(&p->st[j], 0);
+	const struct corral_result *r = p->st[i].res;
+	if (r && (r->signal == SIGPIPE || (r->exited && r->exit_code == 128 + SIGPIPE)))
+		return; /* (128+SIGPIPE: a shell's command was killed so) */
 	bool downstream = false;
 	for (size_t j = i + 1; j < p->n; j++)
 		downstream |= !p->st[j].finished;

@@ -2098,6 +2098,8 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 /* Why a run without a memory limit or a CPU share makes no cgroup, as its tier has it. */
 static const char *cg_not_needed(const struct launch *L)
 {
+	if (!L->cfg->limits[CORRAL_LIMIT_PIDS])
+		return "not needed: no memory limit, and NO process limit (pids 0)";
 	if (L->userns || L->uid == 0)
 		return "not needed: no memory limit, and processes are limited by RLIMIT_NPROC per "
 		       "user namespace";

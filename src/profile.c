@@ -981,6 +981,13 @@ static int get_limit(struct pctx *c, const json_t *v, const struct jpath *at,
 			            got);
 		}
 		val = (uint64_t)(d * 1000);
+		/* a nonzero duration below a millisecond would read as 0, "none": refuse it */
+		if (val == 0 && d > 0) {
+			describe(v, got, sizeof(got));
+			return perr(c, at, false, true,
+			            "expected a duration of at least 1 ms (or 0 for none), got %s",
+			            got);
+		}
 	} else if (!json_whole(v, &val)) {
 		return expected(c, at, v, what[ls->kind]);
 	}

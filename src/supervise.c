@@ -444,11 +444,16 @@ static void classify(corral_proc *p)
 	}
 	if (res->timed_out)
 		res->limit = CORRAL_HIT_TIMEOUT;
-	else if (res->signal == SIGXCPU ||
-	         (res->signal == SIGKILL && p->cfg->limits[CORRAL_LIMIT_CPU_S] &&
-	          res->user_ms + res->sys_ms + 100 >= p->cfg->limits[CORRAL_LIMIT_CPU_S] * 1000))
+	/* The limit fired only when it was set, and (CPU) when the time used came near it: a
+	 * command may also raise SIGXCPU or SIGXFSZ itself. (The rlimit counts ticks, rusage
+	 * exact time: a 1 s limit shows as 850-1000 ms in rusage.) */
+	else if (res->signal == SIGXCPU && p->cfg->limits[CORRAL_LIMIT_CPU_S] &&
+	         res->user_ms + res->sys_ms >= p->cfg->limits[CORRAL_LIMIT_CPU_S] * 1000 / 2)
 		res->limit = CORRAL_HIT_CPU;
-	else if (res->signal == SIGXFSZ)
+	else if (res->signal == SIGKILL && p->cfg->limits[CORRAL_LIMIT_CPU_S] &&
+	         res->user_ms + res->sys_ms + 100 >= p->cfg->limits[CORRAL_LIMIT_CPU_S] * 1000)
+		res->limit = CORRAL_HIT_CPU;
+	else if (res->signal == SIGXFSZ && p->cfg->limits[CORRAL_LIMIT_FSIZE])
 		res->limit = CORRAL_HIT_FSIZE;
 	/* A shell reports a child killed by SIGXCPU/SIGXFSZ as 128+N; with that limit set the
 	 * inference is safe (nothing else raises these signals in a sandbox). */

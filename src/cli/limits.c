@@ -16,11 +16,11 @@ int cli_set_limit(corral_config *cfg, const char *flag, const char *arg)
 	static const struct {
 		const char *flag;
 		enum corral_limit lim;
-		int kind; /* 0 size, 1 seconds (0 = none), 2 count (0 = none), 3 count, 4 CPUs */
+		int kind; /* 0 size, 1 seconds (0 = none), 2 count (0 = none), 4 CPUs */
 	} flags[] = {
 	    {"--memory", CORRAL_LIMIT_MEMORY, 0},    {"--fsize", CORRAL_LIMIT_FSIZE, 0},
 	    {"--tmpfs-size", CORRAL_LIMIT_TMPFS, 0}, {"--cpu", CORRAL_LIMIT_CPU_S, 1},
-	    {"--pids", CORRAL_LIMIT_PIDS, 2},        {"--nofile", CORRAL_LIMIT_NOFILE, 3},
+	    {"--pids", CORRAL_LIMIT_PIDS, 2},        {"--nofile", CORRAL_LIMIT_NOFILE, 2},
 	    {"--cpus", CORRAL_LIMIT_CPUS, 4},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
@@ -32,9 +32,8 @@ int cli_set_limit(corral_config *cfg, const char *flag, const char *arg)
 		int r = k == 0 ? parse_size(arg, &v, &why)
 		        : k == 1
 		            ? (strcmp(arg, "0") ? parse_count(arg, 366ULL * 86400, &v, &why) : 0)
-		        : k == 2 ? (strcmp(arg, "0") ? parse_count(arg, 1u << 22, &v, &why) : 0)
 		        : k == 4 ? parse_cpus(arg, &v, &why)
-		                 : parse_count(arg, 1u << 22, &v, &why);
+		                 : (strcmp(arg, "0") ? parse_count(arg, 1u << 22, &v, &why) : 0);
 		if (r < 0)
 			return cli_bad_value(flag, arg, why);
 		struct corral_error err = {0};

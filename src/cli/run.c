@@ -852,7 +852,9 @@ int cmd_run(int argc, char **argv)
 			if (res->error.code)
 				cli_error("%s", res->error.message);
 			else if (res->timed_out)
-				cli_error("timed out after %llu ms; the sandbox was killed",
+				cli_error("timed out: the %llu ms timeout passed; the sandbox was "
+				          "stopped after %llu ms",
+				          (unsigned long long)cfg->timeout_ms,
 				          (unsigned long long)res->duration_ms);
 			/* after the command's own output: what the sandbox stopped, and why */
 			for (size_t i = 0; !o.quiet && i < res->n_violations; i++)

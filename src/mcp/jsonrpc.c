@@ -241,14 +241,14 @@ static bool key_is_id(const char *s, size_t i, size_t end)
 	return k == 2 && got[0] == 'i' && got[1] == 'd';
 }
 
-/* The top-level object's id (the last one, as the parser keeps it) is written as an integer:
- * a number without '.', 'e' or 'E' (5, not 5.0 or 5e0). */
-static bool id_written_as_integer(const char *s, size_t n)
+/* The span [*b, *e) of the top-level object's id value (the last one, as the parser keeps
+ * it); false when there is none. */
+static bool id_lexeme(const char *s, size_t n, size_t *b, size_t *e)
 {
 	size_t i = skip_ws(s, n, 0);
 	if (i >= n || s[i] != '{')
 		return false;
-	bool integer = false;
+	bool found = false;
 	i = skip_ws(s, n, i + 1);
 	while (i < n && s[i] == '"') {
 		size_t kend = skip_string(s, n, i);
@@ -259,17 +259,66 @@ static bool id_written_as_integer(const char *s, size_t n)
 		i = skip_ws(s, n, i + 1);
 		size_t vend = skip_value(s, n, i);
 		if (is_id) {
-			integer = vend > i && (s[i] == '-' || (s[i] >= '0' && s[i] <= '9'));
-			for (size_t k = i; integer && k < vend; k++)
-				if (s[k] == '.' || s[k] == 'e' || s[k] == 'E')
-					integer = false;
+			found = true;
+			*b = i;
+			*e = vend;
 		}
 		i = skip_ws(s, n, vend);
 		if (i >= n || s[i] != ',')
 			break;
 		i = skip_ws(s, n, i + 1);
 	}
+	return found;
+}
+
+/* The id is written as an integer: a number without '.', 'e' or 'E' (5, not 5.0 or 5e0).
+ * *beyond: it is outside -2^63..2^63-1, told from its digits (as a double, every value up
+ * to about 2^63+1024 is 2^63). */
+static bool id_written_as_integer(const char *s, size_t n, bool *beyond)
+{
+	size_t i, vend;
+	*beyond = false;
+	if (!id_lexeme(s, n, &i, &vend))
+		return false;
+	bool integer = vend > i && (s[i] == '-' || (s[i] >= '0' && s[i] <= '9'));
+	for (size_t k = i; integer && k < vend; k++)
+		if (s[k] == '.' || s[k] == 'e' || s[k] == 'E')
+			integer = false;
+	bool neg = s[i] == '-';
+	uint64_t mag = 0, max = neg ? (uint64_t)1 << 63 : ((uint64_t)1 << 63) - 1;
+	for (size_t k = i + (neg ? 1 : 0); integer && k < vend && !*beyond; k++)
+		*beyond = s[k] < '0' || s[k] > '9' || __builtin_mul_overflow(mag, 10, &mag) ||
+		          __builtin_add_overflow(mag, (uint64_t)(s[k] - '0'), &mag) || mag > max;
 	return integer;
+}
+
+/* For a line that is JSON but that jansson cannot load (a real beyond a double): the id from
+ * its lexeme, when that is an integer within 64 bits or a string without escapes, so that the
+ * error reaches the request it is about. Sets m->root to an object holding it. */
+static void id_from_lexeme(const char *s, size_t n, struct jr_msg *m)
+{
+	size_t b, e;
+	bool beyond;
+	json_t *id = NULL;
+	if (!id_lexeme(s, n, &b, &e))
+		return;
+	while (e > b &&
+	       (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n'))
+		e--;
+	if (id_written_as_integer(s, n, &beyond) && !beyond) {
+		json_int_t v = 0;
+		bool neg = s[b] == '-';
+		for (size_t k = b + (neg ? 1 : 0); k < e; k++)
+			v = v * 10 - (s[k] - '0'); /* negative, so that -2^63 fits */
+		id = json_integer(neg ? v : -v);
+	} else if (e - b >= 2 && s[b] == '"' && s[e - 1] == '"' && !memchr(s + b, '\\', e - b)) {
+		id = json_stringn(s + b + 1, e - b - 2);
+	}
+	if (id && (m->root = json_object()))
+		json_object_set_new(m->root, "id", id);
+	else
+		json_decref(id);
+	m->id = m->root ? json_object_get(m->root, "id") : NULL;
 }
 
 /* Valid JSON with an integer beyond 64 bits (jansson's "too big integer"): not a parse error
@@ -291,11 +340,11 @@ static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 	bool id_too_big = false;
 	if (json_is_real(id)) {
 		double v = json_real_value(id), a = v < 0 ? -v : v;
-		bool integer = id_written_as_integer(line, len);
+		bool beyond = false, integer = id_written_as_integer(line, len, &beyond);
 		if (integer && a < 9007199254740992.0 && (double)(json_int_t)v == v)
 			json_object_set_new(m->root, "id", json_integer((json_int_t)v));
-		else if (integer) /* beyond 2^63 (as a double: every int64 rounds to at most 2^63) */
-			id_too_big = a > 9223372036854775808.0;
+		else if (integer)
+			id_too_big = beyond;
 		id = json_object_get(m->root, "id");
 	}
 	m->id = jr_id_valid(id) ? id : NULL;
@@ -322,6 +371,13 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!m->root && strstr(jerr.text, "too big"))
 		return out_of_range(line, len, m);
+	if (!m->root && strstr(jerr.text, "real number overflow")) {
+		id_from_lexeme(line, len, m);
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: a number in the message is beyond the range of a "
+		               "double (about 1.8e308): %s (at byte %d)",
+		               jerr.text, jerr.position);
+	}
 	if (!m->root)
 		return invalid(m, JR_PARSE_ERROR,
 		               "parse error: %s (at byte %d); send one JSON object "

@@ -1485,7 +1485,9 @@ static void m_initialize(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		return jr_fail(r, JR_INVALID_PARAMS,
 		               "invalid params: params.capabilities must be an object, not %s",
 		               jr_type_name(caps));
-	s->version = mcp_negotiate_version(json_string_value(v));
+	/* a version with a NUL in it is none this server knows (not the one before the NUL) */
+	s->version = mcp_negotiate_version(
+	    strlen(json_string_value(v)) == json_string_length(v) ? json_string_value(v) : "");
 	s->initialized = true;
 	keep_client_info(s, json_object_get(m->params, "clientInfo"));
 
@@ -2458,6 +2460,13 @@ static void m_tools_call(void *ctx, const struct jr_msg *m, struct jr_reply *r)
 		return jr_fail(r, JR_INVALID_PARAMS,
 		               "invalid params: params.name must be a string, not %s",
 		               jr_type_name(name));
+	/* "\u0000" is valid JSON: a name with a NUL in it names no tool (its C string would
+	 * stop at the NUL and name another) */
+	if (strlen(json_string_value(name)) != json_string_length(name))
+		return jr_fail(r, JR_INVALID_PARAMS,
+		               "invalid params: params.name contains a NUL character; the tools "
+		               "are: %s",
+		               mcp_tool_names());
 	json_t *args = json_object_get(m->params, "arguments");
 	if (args && !json_is_object(args) && !json_is_null(args))
 		return jr_fail(r, JR_INVALID_PARAMS,

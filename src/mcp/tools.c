@@ -1784,6 +1784,11 @@ static int can_i_one(const struct mcp_options *o, const json_t *q, const char *w
 		return bad(why, n, "%sop: must be a string (read, write, exec or connect), not %s",
 		           where, jr_type_name(vop));
 	const char *op = json_string_value(vop);
+	if (strlen(op) != json_string_length(vop))
+		return bad(why, n,
+		           "%sop: must not contain NUL characters (read, write, exec or "
+		           "connect)",
+		           where);
 	bool known = false;
 	for (const char *const *k = can_i_ops; *k; k++)
 		known |= !strcmp(*k, op);

@@ -443,7 +443,7 @@ def main():
         if res.get("error"):
             sys.stderr.write("corral: %s\n" % res["error"].get("message", ""))
         elif res.get("timed_out"):
-            sys.stderr.write("corral: timed out after %s ms; the sandbox was killed\n"
+            sys.stderr.write("corral: timed out; the sandbox was stopped after %s ms\n"
                              % res.get("duration_ms"))
     sys.stdout.flush()
     sys.stderr.flush()

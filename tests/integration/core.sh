@@ -19,6 +19,22 @@ test_core_exit_not_executable_126() {
 	cr -- /etc/passwd 2>/dev/null; assert_eq $? 126
 }
 
+# The exec's failures named by their cause: a script there whose interpreter is not (126, as
+# a shell says "bad interpreter"; a CRLF #! line is the usual way to get one), found through
+# PATH too. (Arguments over the kernel's limit: test_mcp_protocol_errors_keep_serving, since the
+# host could not pass them to corral run either.)
+test_core_exec_failure_names_the_cause() {
+	local err
+	printf '#!/bin/sh\r\necho hi\r\n' >"$WS/crlf.sh"; chmod 755 "$WS/crlf.sh"
+	err=$(cr -- ./crlf.sh 2>&1 >/dev/null); assert_eq $? 126
+	assert_contains "$err" "./crlf.sh: its interpreter was not found in the sandbox"
+	mkdir -p "$WS/bin"; printf '#!/no/such/interp\n' >"$WS/bin/noint"; chmod 755 "$WS/bin/noint"
+	err=$(cr --env "PATH=$WS/bin:/usr/bin:/bin" -- noint 2>&1 >/dev/null); assert_eq $? 126
+	assert_contains "$err" "noint: its interpreter was not found"
+	err=$(cr -- no-such-command-xyz 2>&1 >/dev/null); assert_eq $? 127
+	assert_contains "$err" "command not found in the sandbox"
+}
+
 test_core_exit_signal_128_plus_n() {
 	cr -- sh -c 'kill -KILL $$'; assert_eq $? 137
 	cr -- sh -c 'kill -TERM $$'; assert_eq $? 143
@@ -426,6 +442,22 @@ test_core_timeout_graceful_term() {
 	assert_eq "$(jget signal <<<"$out")" 15
 }
 
+# As timeout(1): a command stopped when the timeout comes is continued after its SIGTERM, so
+# its handler runs within the grace instead of the SIGKILL at its end. Evidence on the host:
+# the handler's file, and a run that did not wait out the 5 s grace.
+test_core_timeout_continues_a_stopped_command() {
+	local out
+	out=$(cr --json -t 0.4 --kill-after 5 -c 'trap "echo cleaned > handler-ran; exit 3" TERM; kill -STOP $$; sleep 10')
+	assert_eq "$(jget timed_out <<<"$out")" true
+	[ "$(cat "$WS/handler-ran" 2>/dev/null)" = cleaned ] || fail "the SIGTERM handler did not run"
+	[ "$(jget duration_ms <<<"$out")" -lt 4000 ] || fail "the run waited out the grace: $(jget duration_ms <<<"$out") ms"
+	if ! via_mcp_door; then
+		local err
+		err=$(cr -t 0.3 -- sleep 5 2>&1 >/dev/null)
+		assert_contains "$err" "the 300 ms timeout passed"
+	fi
+}
+
 test_core_grandchild_holding_pipe() {
 	local mark="corral-gc-$RANDOM$RANDOM" start end out
 	start=$(date +%s%N)
@@ -645,6 +677,51 @@ test_core_cwd() {
 	mkdir -p "$WS/sub/dir"
 	assert_eq "$(cr -C sub/dir -- pwd)" "$WS/sub/dir"
 	assert_eq "$(cr -- pwd)" "$WS"
+}
+
+# What the plan and the record say is what holds: mode none shares the host's network (the
+# dry run must not say "loopback only"); --pids 0 is no process limit (not RLIMIT_NPROC);
+# --nofile 0 is "none", as in a profile; a size below one byte is refused, not "no limit".
+test_core_plan_and_record_say_what_holds() {
+	local out
+	out=$("$CORRAL" run -w "$WS" --mode none --dry-run -- true 2>&1)
+	assert_contains "$out" "network:   host (shared: no network namespace"
+	assert_not_contains "$out" "loopback only"
+	out=$("$CORRAL" run -w "$WS" --dry-run -- true 2>&1)
+	assert_contains "$out" "network:   none (loopback only)"
+	out=$(cr --json --pids 0 -- true)
+	assert_contains "$(jget isolation.cgroup.detail <<<"$out")" "NO process limit"
+	assert_not_contains "$(jget isolation.rlimits.detail <<<"$out")" "nproc"
+	if ! via_mcp_door; then
+		"$CORRAL" run -w "$WS" --nofile 0 -- true || fail "--nofile 0 (none) was refused"
+		out=$("$CORRAL" run -w "$WS" --memory 0.5 -- true 2>&1); assert_eq $? 125
+		assert_contains "$out" "below one byte"
+	fi
+}
+
+# Directories given that cannot be used are refused before anything is built, naming why:
+# a file as -C (also in a dry run), a workspace this user cannot enter, a symlink loop.
+test_core_unusable_directories_refused() {
+	local err
+	: >"$WS/afile"
+	err=$(cr -C afile -- pwd 2>&1 >/dev/null); assert_eq $? 125
+	assert_contains "$err" "cwd: afile is not a directory"
+	if ! via_mcp_door; then
+		err=$("$CORRAL" run -w "$WS" -C afile --dry-run -- pwd 2>&1 >/dev/null); assert_eq $? 125
+		assert_contains "$err" "not a directory"
+		ln -s loop2 "$WS/loop1"; ln -s loop1 "$WS/loop2"
+		err=$("$CORRAL" run -w "$WS/loop1" -- true 2>&1 >/dev/null); assert_eq $? 125
+		assert_contains "$err" "loops"
+		assert_not_contains "$err" "create it"
+		if ! is_root; then
+			mkdir "$WS/closed"; chmod 000 "$WS/closed"
+			err=$("$CORRAL" run -w "$WS/closed" -- true 2>&1 >/dev/null); local rc=$?
+			chmod 755 "$WS/closed"
+			assert_eq $rc 125
+			assert_contains "$err" "workspace: $WS/closed: Permission denied for uid"
+			assert_not_contains "$err" "protected path"
+		fi
+	fi
 }
 
 test_core_workspace_write_visible_on_host() {

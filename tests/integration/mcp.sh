@@ -27,7 +27,8 @@ test_mcp_initialize_version_negotiation() {
 import os, mcp_client as M
 for asked, want in [("2025-11-25", "2025-11-25"), ("2025-06-18", "2025-06-18"),
                     ("2025-03-26", "2025-03-26"), ("2024-11-05", "2024-11-05"),
-                    ("2024-10-07", "2025-11-25"), ("1999-01-01", "2025-11-25")]:
+                    ("2024-10-07", "2025-11-25"), ("1999-01-01", "2025-11-25"),
+                    ("2024-11-05\u0000junk", "2025-11-25")]:
     s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
     r = s.initialize(asked)["result"]
     assert r["protocolVersion"] == want, (asked, r)
@@ -210,6 +211,10 @@ r = s.call("run_command", {"command": "pwd", "cwd": "/etc"})
 assert r["isError"] and "cwd" in M.text_of(r) and "structuredContent" not in r, r
 r = s.call("run_command", {"command": "pwd", "cwd": "../.."})
 assert r["isError"] and "cwd" in M.text_of(r), r
+# a file is not a directory: refused by name, before anything is built
+open(os.path.join(ws, "afile"), "w").close()
+r = s.call("run_command", {"command": "pwd", "cwd": "afile"})
+assert r["isError"] and "cwd: afile is not a directory" in M.text_of(r) and "structuredContent" not in r, r
 # a symlink out of the workspace: the message names the argument once
 os.symlink("/etc", os.path.join(ws, "etclink"))
 r = s.call("run_command", {"command": "pwd", "cwd": "etclink"})
@@ -943,6 +948,24 @@ assert r["error"]["code"] == -32600 and r["id"] is None and "id is an integer be
 r = raw('{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"job_output","arguments":{"job":"j","since_offset":123456789012345678901234}}}')
 assert r["error"]["code"] == -32600 and r["id"] == 11 and "beyond 64 bits" in r["error"]["message"], r
 assert s.response(s.request("ping", id=2**63 - 1))["result"] == {}
+# ids just past the 64-bit range (as doubles they are 2^63) are named as the culprit
+for big in ("9223372036854775808", "9223372036854775809", "-9223372036854775809"):
+    r = raw('{"jsonrpc":"2.0","id":%s,"method":"ping"}' % big)
+    assert r["error"]["code"] == -32600 and r["id"] is None and "id is an integer beyond 64 bits" in r["error"]["message"], (big, r)
+assert s.response(s.request("ping", id=-2**63))["result"] == {}
+# a real beyond a double is legal JSON too: -32600 with the request's id, then serving on
+r = raw('{"jsonrpc":"2.0","id":12,"method":"ping","params":{"x":1e400}}')
+assert r["error"]["code"] == -32600 and r["id"] == 12 and "range of a double" in r["error"]["message"], r
+r = raw('{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"run_command","arguments":{"argv":["true"],"timeout_s":-1e999}}}')
+assert r["error"]["code"] == -32600 and r["id"] == "r", r
+# a NUL ("\u0000") cuts no string short: the tool name, can_i's op
+r = raw('{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"run_command\\u0000zzz","arguments":{"argv":["/bin/echo","ran"]}}}')
+assert r["error"]["code"] == -32602 and "NUL" in r["error"]["message"], r
+r = raw('{"jsonrpc":"2.0","id":14,"method":"tools/call","params":{"name":"can_i","arguments":{"op":"write\\u0000zzz","target":"x"}}}')
+assert r["result"]["isError"] and "NUL" in M.text_of(r["result"]), r
+# an argument over the kernel's 128 KiB for one string: named, with what to do instead
+r = s.call("run_command", {"argv": ["/bin/echo", "x" * 200000]})
+assert r["isError"] and "pass large data on stdin" in M.text_of(r), M.text_of(r)[:600]
 # a duplicate in-flight id is refused
 a = s.call_async("run_command", {"command": "sleep 1"}, id="dup")
 r = raw('{"jsonrpc":"2.0","id":"dup","method":"tools/call","params":{"name":"run_command","arguments":{"command":"true"}}}')

@@ -265,6 +265,24 @@ test_pipeline_pipefail_like_bash() {
 	assert_eq "$(pget mid stages.2.exit_code)" 0
 }
 
+# A stage killed by SIGPIPE only says that a later stage stopped reading: the later stage is
+# not stopped for it (with no grace it used to be killed at once, before its own status came),
+# and goes on as in a shell. Here it closes its input, then works on and prints; the status is
+# bash's pipefail one, 141 from the first stage.
+test_pipeline_sigpipe_stage_leaves_the_reader_alone() {
+	pl_schema_need
+	local i
+	for i in 1 2 3 4 5; do
+		pl_json closer$i 141 --kill-after 0 --pipe 'exec yes' \
+			--pipe 'exec 0<&-; sleep 0.2; echo done-$$'
+		assert_contains "$(pget closer$i stdout)" "done-"
+		assert_eq "$(pget closer$i stages.0.signal_name)" PIPE
+		assert_eq "$(pget closer$i stages.1.exit_code)" 0
+		assert_eq "$(pget closer$i failed_stage)" 0
+		assert_eq "$(pget closer$i stopped_stages)" "[]"
+	done
+}
+
 # A failing middle stage: the stage before it is stopped at once, the stage after it gets EOF
 # and finishes; nothing survives on the host.
 test_pipeline_failing_middle_tears_down() {

@@ -73,6 +73,25 @@ test_viol_limits_and_timeout() {
 	fi
 }
 
+# SIGXCPU and SIGXFSZ that the command raises itself are its own signals, not a limit that
+# fired: no limit claimed without the limit set, nor for CPU when the time used is far below it.
+test_viol_self_raised_xcpu_xfsz_is_no_limit() {
+	local out
+	out=$(cr --json -c 'kill -XCPU $$')
+	assert_eq "$(jget signal_name <<<"$out")" XCPU
+	assert_eq "$(jget limit <<<"$out")" null "SIGXCPU without --cpu"
+	assert_not_contains "$(vkinds <<<"$out")" "limit:"
+	out=$(cr --json --cpu 30 -c 'kill -XCPU $$')
+	assert_eq "$(jget limit <<<"$out")" null "SIGXCPU with --cpu 30 after no CPU time"
+	out=$(cr --json -c 'kill -XFSZ $$')
+	assert_eq "$(jget signal_name <<<"$out")" XFSZ
+	assert_eq "$(jget limit <<<"$out")" null "SIGXFSZ without --fsize"
+	assert_not_contains "$(vkinds <<<"$out")" "limit:"
+	# the real ones are still named
+	out=$(cr --json --fsize 4k -c 'head -c 100000 /dev/zero > big')
+	assert_eq "$(jget limit <<<"$out")" fsize
+}
+
 test_viol_cli_prints_hints() {
 	local err
 	err=$(cr -c 'echo x > /usr/share/evil' 2>&1 >/dev/null)

@@ -15,6 +15,12 @@ void test_parse(void)
 	CHECK("parse_size rejects absurd", parse_size("99999999T", &v, &why) < 0 &&
 	                                       strstr(why, "absurd"));
 	CHECK("parse_size rejects junk", parse_size("1.2.3", &v, &why) < 0);
+	/* below one byte would read as 0, "no limit" */
+	CHECK("parse_size rejects below a byte", parse_size("0.5", &v, &why) < 0 &&
+	                                             strstr(why, "below one byte") &&
+	                                             parse_size("0.0000001k", &v, &why) < 0);
+	CHECK("parse_size zero is zero", parse_size("0", &v, &why) == 0 && v == 0 &&
+	                                     parse_size("0.0M", &v, &why) == 0 && v == 0);
 	CHECK("parse_size rejects long digits",
 	      parse_size("1111111111111111111111111111111111111", &v, &why) < 0);
 	CHECK("parse_duration seconds", parse_duration_ms("30", &v, &why) == 0 && v == 30000);

@@ -292,6 +292,17 @@ static void test_errors(void)
 	            "p.json:1:24: limits.timeout: expected a duration like \"30s\", got \"5x\": "
 	            "unknown duration unit",
 	            NULL));
+	/* below one unit would read as 0, "none": refused, not a limit silently off */
+	CHECK("profile err timeout below a millisecond",
+	      fails("{\"limits\": {\"timeout\": 0.0004}}",
+	            "p.json:1:24: limits.timeout: expected a duration of at least 1 ms (or 0 for "
+	            "none), got 0.0004",
+	            NULL));
+	CHECK("profile err memory below a byte",
+	      fails("{\"limits\": {\"memory\": \"0.5\"}}",
+	            "p.json:1:23: limits.memory: expected a size like \"512M\", got \"0.5\": size "
+	            "is below one byte",
+	            NULL));
 	CHECK(
 	    "profile err kill_after too long",
 	    fails("{\"limits\": {\"kill_after\": \"2h\"}}",
