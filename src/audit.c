@@ -62,6 +62,7 @@ struct audit {
 	 * moved by each row appended */
 	struct chain_state head;
 	bool head_known;
+	const char *missing; /* a table of the schema that is not there (dropped), or NULL */
 	/* the write path's statements, prepared once per handle (a server writes one record
 	 * per call: preparing five statements each time was a fifth of the record's cost) */
 	struct {
@@ -213,7 +214,11 @@ static int store_error(const char *path, sqlite3 *db, int rc, const char *what,
 		fix = "it is damaged or not a corral audit store; move it aside, " FIX_OTHER_STORE;
 		break;
 	default:
-		fix = "make the file and its directory writable by this user, " FIX_OTHER_STORE;
+		fix =
+		    prim == SQLITE_ERROR && !strncmp(msg, "no such table", 13)
+		        ? "a table was dropped outside corral: the store is damaged ('corral "
+		          "audit verify' reports it); move it aside, " FIX_OTHER_STORE
+		        : "make the file and its directory writable by this user, " FIX_OTHER_STORE;
 	}
 	return corral_set_error(err, code, sys, "audit", "audit store %s: cannot %s: %s%s; %s",
 	                        path, what, msg, why, fix);
@@ -372,8 +377,23 @@ static int check_store(struct audit *a, int64_t *version, struct corral_error *e
 	if (query_i64(a, "PRAGMA user_version", 0, 0, &v, err) < 0)
 		return err->code;
 	*version = v;
-	if (v == SCHEMA_VERSION)
+	if (v == SCHEMA_VERSION) {
+		/* a table dropped outside corral: the store is damaged (audit_verify says so) */
+		static const char *const tables[] = {"executions", "events", "chain"};
+		for (size_t i = 0; i < ARRAY_SIZE(tables) && !a->missing; i++) {
+			char sql[128];
+			snprintf(sql, sizeof(sql),
+			         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
+			         "= '%s'",
+			         tables[i]);
+			int64_t n = 0;
+			if (query_i64(a, sql, 0, 0, &n, err) < 0)
+				return err->code;
+			if (!n)
+				a->missing = tables[i];
+		}
 		return 0;
+	}
 	if (v > SCHEMA_VERSION)
 		return corral_set_error(
 		    err, CORRAL_EINVAL, 0, "audit",
@@ -575,6 +595,17 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	sqlite3_wal_hook(a->db, wal_hook, a);
 	int64_t version = 0;
 	if (check_store(a, &version, err) < 0) {
+		audit_close(a);
+		return err->code;
+	}
+	/* a damaged store is not written to (verify, a reader, names the damage) */
+	if (create && a->missing) {
+		corral_set_error(
+		    err, CORRAL_EINVAL, 0, "audit",
+		    "audit store %s: its table '%s' is missing (dropped outside "
+		    "corral): the store is damaged and is not written to; 'corral audit "
+		    "verify' reports it; move it aside, " FIX_OTHER_STORE,
+		    path, a->missing);
 		audit_close(a);
 		return err->code;
 	}
@@ -877,12 +908,12 @@ static bool valid_json(const char *s, int type)
 	return ok;
 }
 
-static bool valid_kind(const char *k)
+const char *const audit_kinds[] = {"run", "session_cmd", "job", "pipeline_stage", "mcp_call", NULL};
+
+bool audit_valid_kind(const char *k)
 {
-	static const char *const kinds[] = {"run", "session_cmd", "job", "pipeline_stage",
-	                                    "mcp_call"};
-	for (size_t i = 0; k && i < ARRAY_SIZE(kinds); i++)
-		if (!strcmp(k, kinds[i]))
+	for (size_t i = 0; k && audit_kinds[i]; i++)
+		if (!strcmp(k, audit_kinds[i]))
 			return true;
 	return false;
 }
@@ -994,8 +1025,8 @@ static int append_run_events(struct audit *a, const struct audit_run *r, const c
 
 static int check_run(const struct audit_run *r, struct corral_error *err)
 {
-	const char *bad = !valid_kind(r->kind) ? "kind (expected run, session_cmd, job, "
-	                                         "pipeline_stage or mcp_call)"
+	const char *bad = !audit_valid_kind(r->kind) ? "kind (expected run, session_cmd, job, "
+	                                               "pipeline_stage or mcp_call)"
 	                  : r->client && strcmp(r->client, "cli") && strcmp(r->client, "mcp")
 	                      ? "client (expected cli or mcp)"
 	                  : !valid_json(r->client_info_json, JSON_OBJECT)
@@ -1263,11 +1294,25 @@ int audit_verify(struct audit *a, char **report_json, struct corral_error *err)
 	*report_json = NULL;
 	if (exec_sql(a, "BEGIN", "verify", err) < 0)
 		return err->code;
-	struct chain_state c;
+	struct chain_state c = {0};
 	struct walk w = {0};
-	int rc = chain_read(a, &c, err);
-	if (rc == 0)
-		rc = chain_walk(a, &c, INT64_MAX, &w, err);
+	int rc = 0;
+	if (a->missing) {
+		/* nothing to walk: the finding is the table; the head is reported if it is there */
+		struct corral_error ignored = {0};
+		char reason[96];
+		snprintf(reason, sizeof(reason),
+		         "table %s is missing: it was dropped outside corral", a->missing);
+		w.bad = json_pack("{s:s,s:s}", "table", a->missing, "reason", reason);
+		if (!w.bad)
+			rc = nomem(err);
+		else if (strcmp(a->missing, "chain") && chain_read(a, &c, &ignored) < 0)
+			memset(&c, 0, sizeof(c));
+	} else {
+		rc = chain_read(a, &c, err);
+		if (rc == 0)
+			rc = chain_walk(a, &c, INT64_MAX, &w, err);
+	}
 	sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (rc < 0)
 		return rc;

@@ -63,6 +63,10 @@ void audit_defer_upkeep(struct audit *a);
 bool audit_upkeep_due(const struct audit *a);
 void audit_upkeep(struct audit *a);
 
+/* The execution kinds (NULL-terminated) and whether k is one of them. */
+extern const char *const audit_kinds[];
+bool audit_valid_kind(const char *k);
+
 /* What one execution was. Everything is borrowed for the call. */
 struct audit_run {
 	const struct corral_result *res; /* may be NULL for an execution without a result (an
@@ -128,7 +132,8 @@ int audit_prune(struct audit *a, int64_t max_age_ms, int64_t max_rows, struct co
 
 /* Recompute the chain from the anchor to the head. Returns 0 when intact, 1 when not, <0 on
  * error. *report_json (malloc'ed) is {"ok":true,"rows":N,"head_seq":..,"head_hash":..} or
- * {"ok":false,...,"first_bad":{"seq","table","id","reason"}}. */
+ * {"ok":false,...,"first_bad":{"seq","table","id","reason"}}; a table of the store that is
+ * missing (dropped) is a finding of its own: first_bad {"table","reason"}, no seq. */
 int audit_verify(struct audit *a, char **report_json, struct corral_error *err);
 
 /* ---- queries ---------------------------------------------------------------------------- */

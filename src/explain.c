@@ -577,6 +577,10 @@ int corral_policy_query(const corral_config *cfg, const char *op, const char *ta
 	if (!target || !*target || strlen(target) >= PATH_MAX)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "policy",
 		                        "policy: the target is empty or too long");
+	const char *why = NULL;
+	if (!strcmp(op, "connect") && parse_hostport(target, &why) < 0)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "policy",
+		                        "policy: invalid network target '%.256s': %s", target, why);
 	struct answer a;
 	memset(&a, 0, sizeof(a));
 	bool known = !strcmp(op, "read") || !strcmp(op, "write") || !strcmp(op, "exec") ||

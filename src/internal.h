@@ -95,6 +95,9 @@ int parse_duration_ms(const char *s, uint64_t *out, const char **why);
 int parse_count(const char *s, uint64_t max, uint64_t *out, const char **why);
 /* "0.5", "2", "1.25" CPUs -> hundredths of a CPU (0.01 to 4096 CPUs; "0" is 0: no limit). */
 int parse_cpus(const char *s, uint64_t *out, const char **why);
+/* A network target HOST:PORT (a name or an IPv4 address, or [IPv6], and a port 1-65535):
+ * 0, or -1 with why (the expected form). */
+int parse_hostport(const char *s, const char **why);
 
 /* ---- capture.c (pure) ------------------------------------------------------------------ */
 

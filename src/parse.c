@@ -1,6 +1,7 @@
 /* Pure parsers for sizes, durations and counts given on the command line or over MCP. */
 #include "internal.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -184,4 +185,42 @@ int parse_cpus(const char *s, uint64_t *out, const char **why)
 		return -1;
 	}
 	return 0;
+}
+
+int parse_hostport(const char *s, const char **why)
+{
+	static const char form[] =
+	    "expected HOST:PORT: a host name or an IPv4 address, or an IPv6 address in brackets "
+	    "([::1]:443), and a port from 1 to 65535";
+	const char *colon = s ? strrchr(s, ':') : NULL;
+	*why = form;
+	if (!colon || colon == s)
+		return -1;
+	uint64_t port = 0;
+	const char *count_why;
+	if (parse_count(colon + 1, 65535, &port, &count_why) < 0)
+		return -1;
+	char host[256];
+	size_t n = (size_t)(colon - s);
+	if (s[0] == '[') { /* [IPv6]:PORT */
+		struct in6_addr a6;
+		if (n < 3 || s[n - 1] != ']' || n - 2 >= sizeof(host))
+			return -1;
+		memcpy(host, s + 1, n - 2);
+		host[n - 2] = '\0';
+		return inet_pton(AF_INET6, host, &a6) == 1 ? 0 : -1;
+	}
+	if (n >= sizeof(host))
+		return -1;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	/* a name's letters, digits, dots, hyphens and underscores; all digits and dots: IPv4 */
+	bool numeric = true;
+	for (const char *p = host; *p; p++) {
+		if (!isalnum((unsigned char)*p) && !strchr(".-_", *p))
+			return -1;
+		numeric &= isdigit((unsigned char)*p) || *p == '.';
+	}
+	struct in_addr a4;
+	return !numeric || inet_pton(AF_INET, host, &a4) == 1 ? 0 : -1;
 }

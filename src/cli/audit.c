@@ -15,32 +15,32 @@
 
 void usage_audit(FILE *f)
 {
-	fputs(
-	    "Usage: corral audit [--db PATH] COMMAND [OPTIONS]\n"
-	    "\n"
-	    "Read the audit store: every execution and security event, chained by SHA-256 so\n"
-	    "that an edited or deleted row is detected. The store is $XDG_STATE_HOME/corral/\n"
-	    "audit.db, else ~/.local/state/corral/audit.db, unless --db PATH names another.\n"
-	    "\n"
-	    "Commands:\n"
-	    "  list [--since DUR] [--failed] [--kind KIND] [--limit N] [--json]\n"
-	    "                     executions, newest first (default limit 20; 0 = all)\n"
-	    "  show ID [--json]   one execution (ID or a unique prefix): its command, status,\n"
-	    "                     limits, isolation, events, children and stored output\n"
-	    "  export [--json]    every row in chain order as JSON lines, with the hashes\n"
-	    "  stats [--since DUR] [--json]\n"
-	    "                     count, failure and timeout rates, p50/p95 duration\n"
-	    "  verify [--json]    recompute the hash chain; exit 1 and name the first bad row\n"
-	    "                     if a row was edited or deleted\n"
-	    "  prune [--max-age DUR] [--max-rows N]\n"
-	    "                     delete the oldest rows (default 30d and 100000 rows); the\n"
-	    "                     chain stays verifiable\n"
-	    "  path               print the store's path\n"
-	    "\n"
-	    "DUR is 30s, 15m, 2h or 7d. KIND is run, session_cmd, job, pipeline_stage or\n"
-	    "mcp_call.\n"
-	    "Exit status: 0 ok; 1 verify found tampering; 125 error (usage, store unavailable).\n",
-	    f);
+	fputs("Usage: corral audit [--db PATH] COMMAND [OPTIONS]\n"
+	      "\n"
+	      "Read the audit store: every execution and security event, chained by SHA-256 so\n"
+	      "that an edited or deleted row is detected. The store is $XDG_STATE_HOME/corral/\n"
+	      "audit.db, else ~/.local/state/corral/audit.db, unless --db PATH names another.\n"
+	      "\n"
+	      "Commands:\n"
+	      "  list [--since DUR] [--failed] [--kind KIND] [--limit N] [--json]\n"
+	      "                     executions, newest first (default limit 20; 0 = all)\n"
+	      "  show ID [--json]   one execution (ID or a unique prefix): its command, status,\n"
+	      "                     limits, isolation, events, children and stored output\n"
+	      "  export [--json]    every row in chain order as JSON lines, with the hashes\n"
+	      "  stats [--since DUR] [--json]\n"
+	      "                     count, failure and timeout rates, p50/p95 duration\n"
+	      "  verify [--json]    recompute the hash chain; exit 1 and name the first bad row\n"
+	      "                     if a row was edited or deleted (or the table, if dropped)\n"
+	      "  prune [--max-age DUR] [--max-rows N]\n"
+	      "                     delete the oldest rows (default 30d and 100000 rows); the\n"
+	      "                     chain stays verifiable\n"
+	      "  path               print the store's path\n"
+	      "\n"
+	      "DUR is 30s, 15m, 2h or 7d. KIND is run, session_cmd, job, pipeline_stage or\n"
+	      "mcp_call.\n"
+	      "Exit status: 0 ok; 1 verify found tampering; 125 error (usage, store unavailable,\n"
+	      "output not written).\n",
+	      f);
 }
 
 enum { O_DB = 256, O_SINCE, O_FAILED, O_KIND, O_LIMIT, O_JSON, O_MAX_AGE, O_MAX_ROWS };
@@ -126,6 +126,13 @@ static int apply(int c, const char *arg, struct audit_opts *o)
 		o->filter.failed_only = true;
 		return 0;
 	case O_KIND:
+		if (!audit_valid_kind(arg)) {
+			char kinds[128] = "";
+			for (size_t i = 0; audit_kinds[i]; i++)
+				snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds),
+				         "%s%s", i ? ", " : "expected one of ", audit_kinds[i]);
+			return bad("--kind", arg, kinds);
+		}
 		o->filter.kind = arg;
 		return 0;
 	case O_LIMIT:
@@ -452,15 +459,16 @@ static int emit_json(json_t *j)
 		cli_error("audit: out of memory");
 		return EXIT_CORRAL_FAILED;
 	}
-	puts(s);
+	cli_puts(s);
 	free(s);
 	return 0;
 }
 
+/* A failed write stops the export; main() says why, as for every write to stdout. */
 static int print_line(void *ud, const char *line)
 {
 	(void)ud;
-	return puts(line) < 0 ? CORRAL_ESYS : 0;
+	return cli_puts(line) < 0 ? CORRAL_ESYS : 0;
 }
 
 static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_error *err)
@@ -486,12 +494,8 @@ static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_er
 		return rc;
 	}
 	if (!strcmp(o->sub, "export")) {
-		if (audit_export(a, print_line, NULL, err) < 0) {
-			if (err->code == CORRAL_ESYS && !err->message[0])
-				corral_set_error(err, CORRAL_ESYS, errno, "audit",
-				                 "audit export: cannot write to stdout");
-			return -1;
-		}
+		if (audit_export(a, print_line, NULL, err) < 0)
+			return err->code ? -1 : EXIT_CORRAL_FAILED; /* no code: stdout failed */
 		return 0;
 	}
 	if (!strcmp(o->sub, "verify")) {
@@ -501,7 +505,7 @@ static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_er
 			return -1;
 		json_t *rep = json_loads(report, 0, NULL);
 		if (o->json || !rep) {
-			puts(report);
+			cli_puts(report);
 		} else if (r == 0) {
 			printf(
 			    "audit store %s: chain intact, %lld rows verified (head seq %lld, hash "
@@ -510,11 +514,16 @@ static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_er
 			    jstr(rep, "head_hash"));
 		} else {
 			json_t *b = json_object_get(rep, "first_bad");
-			printf("audit store %s: TAMPERED: seq %lld%s%s%s%s: %s\n",
-			       jstr(rep, "path"), jint(b, "seq"), jstr(b, "table") ? " in " : "",
-			       jstr(b, "table") ? jstr(b, "table") : "",
-			       jstr(b, "id") ? ", id " : "", jstr(b, "id") ? jstr(b, "id") : "",
-			       jstr(b, "reason"));
+			if (!json_object_get(b, "seq")) /* a missing table */
+				printf("audit store %s: TAMPERED: %s\n", jstr(rep, "path"),
+				       jstr(b, "reason"));
+			else
+				printf("audit store %s: TAMPERED: seq %lld%s%s%s%s: %s\n",
+				       jstr(rep, "path"), jint(b, "seq"),
+				       jstr(b, "table") ? " in " : "",
+				       jstr(b, "table") ? jstr(b, "table") : "",
+				       jstr(b, "id") ? ", id " : "",
+				       jstr(b, "id") ? jstr(b, "id") : "", jstr(b, "reason"));
 		}
 		json_decref(rep);
 		free(report);
@@ -545,7 +554,7 @@ int cmd_audit(int argc, char **argv)
 			cli_error("%s", err.message);
 			return EXIT_CORRAL_FAILED;
 		}
-		puts(o.db ? o.db : p);
+		cli_puts(o.db ? o.db : p);
 		free(p);
 		return 0;
 	}

@@ -60,13 +60,39 @@ static void std_fds(void)
 	}
 }
 
-int main(int argc, char **argv)
+static int stdout_errno; /* why the first cli_puts that failed did */
+
+int cli_puts(const char *s)
 {
-	std_fds();
-	if (argc < 2) {
-		usage(stderr);
-		return EXIT_CORRAL_FAILED;
-	}
+	int r = puts(s);
+	if (r == EOF && !stdout_errno)
+		stdout_errno = errno;
+	return r;
+}
+
+/* At the end of every command: what it printed on stdout through stdio has been written. A
+ * write that failed (a full disk) lost output, which is corral's failure (125) whatever the
+ * command's own status, with the reason: the final flush's, else that of the cli_puts that
+ * failed (a string longer than the buffer is written at once, and its error is gone with it).
+ * Writes that bypass stdio (the relay of a run's output, a --json result) check their own. */
+static int stdout_done(int code)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return code;
+	int e = errno ? errno : stdout_errno;
+	cli_error("writing the output: %s", e ? strerror(e) : "write error");
+	return EXIT_CORRAL_FAILED;
+}
+
+static int unknown_command(const char *cmd)
+{
+	cli_error("unknown command '%s'; run 'corral --help' for the list", cmd);
+	return EXIT_CORRAL_FAILED;
+}
+
+static int dispatch(int argc, char **argv)
+{
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
@@ -85,18 +111,33 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
-		if (argc > 2 && !strcmp(argv[2], "run"))
-			usage_run(stdout);
-		else if (argc > 2 && !strcmp(argv[2], "shell"))
-			usage_shell(stdout);
-		else if (argc > 2 && !strcmp(argv[2], "mcp"))
-			usage_mcp(stdout);
-		else if (argc > 2 && !strcmp(argv[2], "audit"))
-			usage_audit(stdout);
-		else
+		const char *topic = argc > 2 ? argv[2] : NULL;
+		if (!topic || !strcmp(topic, "check") || !strcmp(topic, "version") ||
+		    !strcmp(topic, "help"))
 			usage(stdout);
+		else if (!strcmp(topic, "run"))
+			usage_run(stdout);
+		else if (!strcmp(topic, "shell"))
+			usage_shell(stdout);
+		else if (!strcmp(topic, "mcp"))
+			usage_mcp(stdout);
+		else if (!strcmp(topic, "audit"))
+			usage_audit(stdout);
+		else if (!strcmp(topic, "policy"))
+			return cmd_policy(2, (char *[]){"policy", "--help", NULL});
+		else
+			return unknown_command(topic);
 		return 0;
 	}
-	cli_error("unknown command '%s'; run 'corral --help' for the list", cmd);
-	return EXIT_CORRAL_FAILED;
+	return unknown_command(cmd);
+}
+
+int main(int argc, char **argv)
+{
+	std_fds();
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_CORRAL_FAILED;
+	}
+	return stdout_done(dispatch(argc, argv));
 }

@@ -141,7 +141,7 @@ int print_explain(const corral_config *cfg, bool json)
 	json_t *o = json_loads(doc, 0, NULL);
 	bool plan_error = !o || json_object_get(o, "error");
 	if (json)
-		puts(doc);
+		cli_puts(doc);
 	else if (o)
 		print_text(o);
 	json_decref(o);
@@ -297,6 +297,7 @@ static int policy_check(int argc, char **argv)
 		const char *op, *target;
 	} q[64];
 	int nq = 0, c, json = 0;
+	const char *why = NULL;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+w:", opts, NULL)) != -1) {
@@ -306,6 +307,8 @@ static int policy_check(int argc, char **argv)
 			ws = optarg;
 		else if (c == 'j')
 			json = 1;
+		else if (c == 'n' && parse_hostport(optarg, &why) < 0)
+			return cli_bad_value("--net", optarg, why);
 		else if ((c == 'r' || c == 'W' || c == 'x' || c == 'n') && nq < 64) {
 			q[nq].op = c == 'r' ? "read" : c == 'W' ? "write" : c == 'x' ? "exec" : "connect";
 			q[nq++].target = optarg;
@@ -339,7 +342,7 @@ static int policy_check(int argc, char **argv)
 		}
 		denied |= r == 0;
 		if (json) {
-			puts(doc);
+			cli_puts(doc);
 		} else {
 			json_t *o = json_loads(doc, 0, NULL);
 			const char *reason = json_string_value(json_object_get(o, "reason"));

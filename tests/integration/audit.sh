@@ -115,6 +115,15 @@ test_audit_list_filters() {
 	out=$(aud list --max-rows 3 2>&1); assert_eq $? 125
 	out=$(aud frobnicate 2>&1); assert_eq $? 125
 	assert_contains "$out" "unknown command"
+	# an unknown kind is a usage error naming the value and the kinds, not an empty list
+	for sub in list stats; do
+		out=$(aud $sub --kind bogus 2>&1); assert_eq $? 125 "$sub --kind bogus: $out"
+		assert_eq "$(wc -l <<<"$out")" 1 "$out"
+		assert_contains "$out" "'bogus' for --kind"
+		assert_contains "$out" "run, session_cmd, job, pipeline_stage, mcp_call"
+		assert_not_contains "$out" "no executions"
+		aud $sub --kind pipeline_stage >/dev/null || fail "control: $sub --kind pipeline_stage"
+	done
 }
 
 test_audit_show_output_and_prefix() {
@@ -241,6 +250,76 @@ test_audit_verify_catches_deletion() {
 	sqlite3 "$WS/copy.db" "DELETE FROM executions WHERE seq = 2; UPDATE executions SET seq = seq - 1 WHERE seq > 2; UPDATE chain SET head_seq = 4"
 	out=$("$CORRAL" audit --db "$WS/copy.db" verify); assert_eq $? 1
 	assert_contains "$out" "prev_hash does not match"
+}
+
+# A dropped table: verify names it (exit 1, a finding like a deleted row, not a permission
+# problem); a writer refuses the store with a warning naming the table and appends nothing;
+# a reader that needs the table says the store is damaged.
+test_audit_verify_missing_table() {
+	need_sqlite3
+	local db=$WS/audit.db t out err rc
+	audit_tool "$db" bulk 3 >/dev/null || fail "bulk"
+	audit_tool "$db" record --timeout >/dev/null || fail "record" # an event row too
+	sqlite3 "$db" "PRAGMA wal_checkpoint(TRUNCATE)" >/dev/null
+	for t in events chain executions; do
+		cp "$db" "$WS/$t.db"
+		sqlite3 "$WS/$t.db" "DROP TABLE $t"
+		out=$("$CORRAL" audit --db "$WS/$t.db" verify 2>"$WS/err"); rc=$?
+		err=$(cat "$WS/err")
+		assert_eq "$rc" 1 "verify with $t dropped: $out $err"
+		assert_contains "$out" "TAMPERED: table $t is missing"
+		assert_not_contains "$out$err" "writable"
+		out=$("$CORRAL" audit --db "$WS/$t.db" verify --json); assert_eq $? 1
+		assert_eq "$(jget ok <<<"$out")" false
+		assert_eq "$(jget first_bad.table <<<"$out")" "$t"
+		# a run with that store runs, warns once naming the table, and records nothing
+		out=$("$CORRAL" run -w "$WS" --audit "$WS/$t.db" -- echo still-runs 2>"$WS/err"); rc=$?
+		err=$(cat "$WS/err")
+		assert_eq "$rc" 0 "corral run with $t dropped"
+		assert_eq "$out" still-runs
+		assert_eq "$(wc -l <"$WS/err")" 1 "stderr lines: $err"
+		assert_contains "$err" "table '$t' is missing"
+		assert_contains "$err" "the run itself is not affected"
+		assert_not_contains "$err" "writable"
+		[ "$t" = executions ] ||
+			assert_eq "$(sqlite3 "$WS/$t.db" 'SELECT count(*) FROM executions')" 4 "rows after the run"
+		[ "$t" = executions ] || continue
+		# a reader that needs the table
+		err=$("$CORRAL" audit --db "$WS/$t.db" list 2>&1); assert_eq $? 125
+		assert_contains "$err" "no such table: executions"
+		assert_contains "$err" "damaged"
+		assert_not_contains "$err" "writable"
+	done
+	# control: the store itself still verifies
+	aud verify >/dev/null || fail "$(aud verify)"
+}
+
+# Output that cannot be written (a full disk) is corral's failure: exit 125 and one line
+# naming the reason, whatever the subcommand's own status (verify's 1 included).
+test_audit_output_write_failure() {
+	need_sqlite3
+	local db=$WS/audit.db sub err rc
+	audit_tool "$db" bulk 2 >/dev/null || fail "bulk"
+	for sub in verify "verify --json" list "list --json" stats "stats --json" export \
+		"export --json" "show $(sqlite3 "$db" 'SELECT id FROM executions LIMIT 1')" path; do
+		# shellcheck disable=SC2086
+		aud $sub >/dev/null || fail "control: audit $sub failed"
+		# shellcheck disable=SC2086
+		err=$(aud $sub 2>&1 >/dev/full); rc=$?
+		assert_eq "$rc" 125 "audit $sub >/dev/full: $err"
+		assert_eq "$err" "corral: writing the output: No space left on device" "audit $sub"
+	done
+	# an export longer than stdio's buffer fails in the middle, said once
+	audit_tool "$db" bulk 100 >/dev/null || fail "bulk"
+	[ "$(aud export | wc -c)" -gt 65536 ] || fail "control: the export is too short"
+	err=$(aud export 2>&1 >/dev/full); rc=$?
+	assert_eq "$rc" 125
+	assert_eq "$err" "corral: writing the output: No space left on device"
+	# verify's own finding does not hide a lost report
+	sqlite3 "$db" "UPDATE executions SET exit_code = 7 WHERE seq = 1"
+	aud verify >/dev/null; assert_eq $? 1 "control: the edit is a finding"
+	err=$(aud verify 2>&1 >/dev/full); assert_eq $? 125
+	assert_contains "$err" "No space left on device"
 }
 
 test_audit_prune_by_age_keeps_chain() {

@@ -665,6 +665,16 @@ test_core_help_version_man() {
 		assert_contains "$h" "$flag"
 	done
 	assert_contains "$("$CORRAL" version)" "corral "
+	# help for an unknown command is the error `corral bogus` gives, not the general help
+	local e o
+	e=$("$CORRAL" help bogus 2>&1 >/dev/null); assert_eq $? 125 "help bogus"
+	assert_eq "$e" "corral: unknown command 'bogus'; run 'corral --help' for the list"
+	assert_eq "$("$CORRAL" bogus 2>&1)" "$e" "the same as corral bogus"
+	o=$("$CORRAL" help bogus 2>/dev/null); assert_eq "$o" "" "nothing on stdout"
+	for c in run shell check mcp policy audit version help; do
+		o=$("$CORRAL" help $c) || fail "help $c: exit $?"
+		assert_contains "$o" "Usage: corral"
+	done
 	if command -v man >/dev/null; then
 		local m
 		m=$(MANWIDTH=80 man -l "$DOCS/corral.1" 2>&1)

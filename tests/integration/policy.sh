@@ -773,6 +773,44 @@ test_policy_check_query() {
 	assert_eq "$(jget allowed <<<"$out")" true
 }
 
+# --net takes HOST:PORT only: a malformed value is a usage error naming it and the form,
+# not an answer; the forms that are well formed (IPv6 in brackets too) are still answered.
+test_policy_check_net_malformed() {
+	local v out
+	for v in bad 1.2.3.4:99999 :80 1.2.3.4:-1 1.2.3.4:80:90 host:0 ::1:443 '[::1]'; do
+		out=$("$CORRAL" policy check -w "$WS" --net "$v" 2>&1); assert_eq $? 125 "--net $v: $out"
+		assert_eq "$(wc -l <<<"$out")" 1 "--net $v: $out"
+		assert_contains "$out" "invalid value '$v' for --net"
+		assert_contains "$out" "HOST:PORT"
+		assert_not_contains "$out" "DENIED"
+	done
+	for v in pypi.org:443 127.0.0.1:80 '[::1]:443' '[2001:db8::1]:8080'; do
+		out=$("$CORRAL" policy check -w "$WS" --net "$v" --json); assert_eq $? 1 "--net $v: $out"
+		assert_eq "$(jget allowed <<<"$out")" false
+		out=$("$CORRAL" policy check -w "$WS" --profile network --net "$v" --json)
+		assert_eq $? 0 "--net $v under the network profile: $out"
+	done
+}
+
+# Output that cannot be written (a full disk) is corral's failure: exit 125 and one line
+# naming the reason, for the commands that print a plan, an answer or a host report.
+test_policy_output_write_failure() {
+	local args err rc
+	for args in "check --json" "policy check -w $WS --read /etc/passwd" \
+		"policy check -w $WS --read /etc/shadow --json" "policy explain -w $WS -- true" \
+		"policy explain -w $WS --json -- true" "run -w $WS --dry-run --json -- true" \
+		"run -w $WS --dry-run -- true" "run -w $WS --dry-run --pipe true --pipe cat" \
+		"policy --help" "help run" version; do
+		# shellcheck disable=SC2086
+		"$CORRAL" $args >/dev/null 2>&1; rc=$?
+		[ $rc -le 1 ] || fail "control: corral $args exited $rc"
+		# shellcheck disable=SC2086
+		err=$("$CORRAL" $args 2>&1 >/dev/full); rc=$?
+		assert_eq "$rc" 125 "corral $args >/dev/full: $err"
+		assert_eq "$err" "corral: writing the output: No space left on device" "corral $args"
+	done
+}
+
 test_policy_check_mode_none_agrees_with_the_run() {
 	# mode none isolates nothing: policy check (and can_i, the same code) must not answer
 	# "read-only" or "hidden" for what the run then changes; a command rule still holds at

@@ -47,4 +47,18 @@ void test_parse(void)
 	CHECK("parse_count rejects over max", parse_count("101", 100, &v, &why) < 0);
 	CHECK("parse_count rejects huge", parse_count("99999999999999999999999", 100, &v, &why) < 0);
 	CHECK("parse_count rejects sign", parse_count("+5", 100, &v, &why) < 0);
+	static const char *const targets_ok[] = {"pypi.org:443", "127.0.0.1:80", "h:1", "[::1]:443",
+	                                         "[2001:db8::1]:65535"};
+	char name[80];
+	for (size_t i = 0; i < sizeof(targets_ok) / sizeof(targets_ok[0]); i++) {
+		snprintf(name, sizeof(name), "parse_hostport accepts '%s'", targets_ok[i]);
+		CHECK(name, parse_hostport(targets_ok[i], &why) == 0);
+	}
+	static const char *const targets_bad[] = {
+	    "bad",     "1.2.3.4:99999", ":80",   "1.2.3.4:-1", "1.2.3.4:80:90", "h:0",    "h:",
+	    "::1:443", "[::1]",         "[]:80", "[x]:80",     "1.2.3:80",      "a b:80", ""};
+	for (size_t i = 0; i < sizeof(targets_bad) / sizeof(targets_bad[0]); i++) {
+		snprintf(name, sizeof(name), "parse_hostport rejects '%s'", targets_bad[i]);
+		CHECK(name, parse_hostport(targets_bad[i], &why) < 0 && why);
+	}
 }
