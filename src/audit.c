@@ -378,9 +378,16 @@ static int check_store(struct audit *a, int64_t *version, struct corral_error *e
 		return err->code;
 	*version = v;
 	if (v == SCHEMA_VERSION) {
-		/* a table dropped outside corral: the store is damaged (audit_verify says so) */
+		/* a table dropped outside corral: the store is damaged (audit_verify says so).
+		 * One query when all are there (every open, a one-shot run's among them). */
 		static const char *const tables[] = {"executions", "events", "chain"};
-		for (size_t i = 0; i < ARRAY_SIZE(tables) && !a->missing; i++) {
+		int64_t all = 0;
+		if (query_i64(a,
+		              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+		              "('executions', 'events', 'chain')",
+		              0, 0, &all, err) < 0)
+			return err->code;
+		for (size_t i = 0; all != 3 && i < ARRAY_SIZE(tables) && !a->missing; i++) {
 			char sql[128];
 			snprintf(sql, sizeof(sql),
 			         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
