@@ -294,6 +294,10 @@ struct corral_result {
 	 * single-use sandbox of the same plan): 1, and how long it waited, in ms. */
 	int prebuilt;
 	uint64_t prebuilt_ms;
+	/* 1 when corral_proc_cancel() asked the run to stop before it ended (a caller's cancel:
+	 * Ctrl-C or SIGTERM to corral run, an MCP cancellation); not the timeout's stop. The
+	 * command may still have ended by itself after it (see signal and exit_code). */
+	int cancelled;
 };
 
 /* Name of a redaction kind index (0..15), or NULL past the last one. */

@@ -118,6 +118,12 @@ int plan_make_pending(struct launch *L, struct corral_error *err);
  * touches nothing on the host (policy check and explain use it that way). */
 int plan_protected_set(struct launch *L, struct corral_error *err);
 bool plan_test_disabled(const char *layer);
+/* The process budget that enforces a --pids limit of n (0: none): the command and its
+ * descendants get n, and the sandbox's init (pid 1, always there) is counted on top. */
+static inline uint64_t plan_pids_budget(uint64_t n)
+{
+	return n ? n + 1 : 0;
+}
 /* CORRAL_TEST_NET_HELPER: 1 "always" (the network namespace's helper whether or not a CPU
  * is idle), -1 "never", 0 unset (launch_start decides). */
 int plan_test_net_helper(void);

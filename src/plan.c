@@ -2031,7 +2031,8 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 			return r;
 	} else if (L->want_cg) {
 		struct cgroup_limits lim = {.memory_bytes = cfg->limits[CORRAL_LIMIT_MEMORY],
-		                            .pids = cfg->limits[CORRAL_LIMIT_PIDS],
+		                            .pids =
+		                                plan_pids_budget(cfg->limits[CORRAL_LIMIT_PIDS]),
 		                            .cpu_pct = cpus,
 		                            .tree_kill = !L->pidns};
 		struct corral_error cgerr = {0};
@@ -2085,7 +2086,7 @@ static int prepare_limits(struct launch *L, struct corral_result *res,
 	}
 	/* RLIMIT_NPROC counts per user namespace; without one it would count every process
 	 * of the host user, so the default process limit only applies inside a userns. */
-	uint64_t nproc = cfg->limits[CORRAL_LIMIT_PIDS];
+	uint64_t nproc = plan_pids_budget(cfg->limits[CORRAL_LIMIT_PIDS]);
 	if (!L->userns && cfg->pids_default)
 		nproc = 0;
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
@@ -2222,7 +2223,7 @@ int plan_drop_namespaces(struct launch *L, struct corral_error *err)
 	/* RLIMIT_NPROC would now count every process of the host user: the default process
 	 * limit does not apply without a user namespace (an explicit one still does). */
 	const struct corral_config *cfg = L->cfg;
-	uint64_t nproc = cfg->pids_default ? 0 : cfg->limits[CORRAL_LIMIT_PIDS];
+	uint64_t nproc = cfg->pids_default ? 0 : plan_pids_budget(cfg->limits[CORRAL_LIMIT_PIDS]);
 	rlimit_plan_build(&L->rl, cfg->limits[CORRAL_LIMIT_CPU_S], cfg->limits[CORRAL_LIMIT_MEMORY],
 	                  nproc, cfg->limits[CORRAL_LIMIT_NOFILE], cfg->limits[CORRAL_LIMIT_FSIZE],
 	                  L->cg != NULL, L->cg != NULL);

@@ -231,6 +231,7 @@ json_t *result_json(const struct corral_result *res, bool with_output)
 	    res->signal ? json_string(sigabbrev_np(res->signal) ? sigabbrev_np(res->signal) : "?")
 	                : json_null());
 	json_object_set_new(o, "timed_out", json_boolean(res->timed_out));
+	json_object_set_new(o, "cancelled", json_boolean(res->cancelled));
 	const char *lim = corral_limit_hit_name(res->limit);
 	json_object_set_new(o, "limit", lim ? json_string(lim) : json_null());
 	json_object_set_new(o, "duration_ms", json_integer((json_int_t)res->duration_ms));

@@ -485,6 +485,7 @@ static void finish(corral_proc *p)
 {
 	struct corral_result *res = p->res;
 	res->duration_ms = mono_ms() - p->t_start;
+	res->cancelled = p->cancelled && !res->timed_out;
 	stream_end(p, 1);
 	stream_end(p, 2);
 	classify(p);

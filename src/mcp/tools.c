@@ -149,6 +149,8 @@ static const char output_schema_json[] =
     "\"signal\":{\"type\":[\"integer\",\"null\"]},"
     "\"signal_name\":{\"type\":[\"string\",\"null\"],\"description\":\"KILL, TERM, ...\"},"
     "\"timed_out\":{\"type\":\"boolean\"},"
+    "\"cancelled\":{\"type\":\"boolean\",\"description\":\"a cancel asked the run to stop "
+    "(notifications/cancelled, or the server's end); not the timeout\"},"
     "\"limit\":{\"type\":[\"string\",\"null\"],\"enum\":[\"timeout\",\"cpu\",\"memory\","
     "\"fsize\",\"pids\",\"output\",null],\"description\":\"the limit that ended the run\"},"
     "\"duration_ms\":{\"type\":\"integer\",\"minimum\":0},"
