@@ -292,33 +292,44 @@ static bool id_written_as_integer(const char *s, size_t n, bool *beyond)
 	return integer;
 }
 
-/* For a line that is JSON but that jansson cannot load (a real beyond a double): the id from
- * its lexeme, when that is an integer within 64 bits or a string without escapes, so that the
- * error reaches the request it is about. Sets m->root to an object holding it. */
-static void id_from_lexeme(const char *s, size_t n, struct jr_msg *m)
+/* Valid JSON with a real beyond a double's range (1e400), which jansson refuses at the first
+ * one: each such number is overwritten with 0 in a copy (jansson's error position is just past
+ * it) and the copy parsed again, so that a line malformed further on is still a parse error,
+ * and the error reaches the request's id. */
+static enum jr_kind real_overflow(const char *line, size_t len, struct jr_msg *m,
+                                  json_error_t *jerr)
 {
-	size_t b, e;
-	bool beyond;
-	json_t *id = NULL;
-	if (!id_lexeme(s, n, &b, &e))
-		return;
-	while (e > b &&
-	       (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r' || s[e - 1] == '\n'))
-		e--;
-	if (id_written_as_integer(s, n, &beyond) && !beyond) {
-		json_int_t v = 0;
-		bool neg = s[b] == '-';
-		for (size_t k = b + (neg ? 1 : 0); k < e; k++)
-			v = v * 10 - (s[k] - '0'); /* negative, so that -2^63 fits */
-		id = json_integer(neg ? v : -v);
-	} else if (e - b >= 2 && s[b] == '"' && s[e - 1] == '"' && !memchr(s + b, '\\', e - b)) {
-		id = json_stringn(s + b + 1, e - b - 2);
+	char *copy = malloc(len ? len : 1);
+	if (!copy)
+		return invalid(m, JR_INVALID_REQUEST, "invalid request: out of memory");
+	memcpy(copy, line, len);
+	bool overflow = true;
+	while (overflow) {
+		size_t end = jerr->position > 0 ? (size_t)jerr->position : 0, start = end;
+		while (start > 0 && strchr("0123456789+-.eE", copy[start - 1]) && copy[start - 1])
+			start--;
+		if (end > len || start == end)
+			break; /* not where a number would be: leave it to the parse error */
+		copy[start] = '0';
+		memset(copy + start + 1, ' ', end - start - 1);
+		m->root = json_loadb(copy, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, jerr);
+		overflow = !m->root && strstr(jerr->text, "real number overflow");
 	}
-	if (id && (m->root = json_object()))
-		json_object_set_new(m->root, "id", id);
-	else
-		json_decref(id);
-	m->id = m->root ? json_object_get(m->root, "id") : NULL;
+	free(copy);
+	if (!m->root)
+		return invalid(m, JR_PARSE_ERROR,
+		               "parse error: %s (at byte %d); send one JSON object per line",
+		               jerr->text, jerr->position);
+	json_t *id = json_object_get(m->root, "id");
+	m->id = jr_id_valid(id) ? id : NULL;
+	if (json_is_object(m->root) && !json_object_get(m->root, "method") &&
+	    (json_object_get(m->root, "result") || json_object_get(m->root, "error"))) {
+		m->kind = JR_RESPONSE; /* a client's response: ignored, like any other */
+		return JR_RESPONSE;
+	}
+	return invalid(m, JR_INVALID_REQUEST,
+	               "invalid request: a number in the message is beyond the range of a double "
+	               "(about 1.8e308)");
 }
 
 /* Valid JSON with an integer beyond 64 bits (jansson's "too big integer"): not a parse error
@@ -371,13 +382,8 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
 	if (!m->root && strstr(jerr.text, "too big"))
 		return out_of_range(line, len, m);
-	if (!m->root && strstr(jerr.text, "real number overflow")) {
-		id_from_lexeme(line, len, m);
-		return invalid(m, JR_INVALID_REQUEST,
-		               "invalid request: a number in the message is beyond the range of a "
-		               "double (about 1.8e308): %s (at byte %d)",
-		               jerr.text, jerr.position);
-	}
+	if (!m->root && strstr(jerr.text, "real number overflow"))
+		return real_overflow(line, len, m, &jerr);
 	if (!m->root)
 		return invalid(m, JR_PARSE_ERROR,
 		               "parse error: %s (at byte %d); send one JSON object "

@@ -428,7 +428,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (struct call *c = s.calls; c; c = c->next)
 			if (c->progress_token && !c->cancelled) {
 				on_output(c, 1, buf, n);
-				send_progress(&s, c, now_ms());
+				send_progress(&s, c, mono_ms());
 			}
 		update_progress_timer(&s);
 	}

@@ -135,6 +135,16 @@ static void check_size(const char *s)
 		FZ_CHECK(rc != 0);
 		return;
 	}
+	/* A nonzero size below one byte would read as 0 ("no limit"): it is refused. */
+	if (d.exact && d.frac <= 38 && d.mant) {
+		u128 num;
+		if (!__builtin_mul_overflow(d.mant, (u128)mult, &num) && num < pow10_u128(d.frac)) {
+			FZ_CHECK(rc != 0);
+			return;
+		}
+	}
+	if (rc == 0 && out == 0)
+		FZ_CHECK(d.mant == 0 || !d.exact); /* 0 only for a zero size */
 	check_value(&d, rc, out, mult, EIB);
 }
 

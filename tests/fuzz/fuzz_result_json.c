@@ -151,6 +151,7 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 		FZ_CHECK(json_is_null(sig) && json_is_null(sn));
 	}
 	check_bool(json_object_get(o, "timed_out"), res->timed_out);
+	check_bool(json_object_get(o, "cancelled"), res->cancelled);
 	json_t *lim = json_object_get(o, "limit");
 	const char *ln = corral_limit_hit_name(res->limit);
 	FZ_CHECK(ln ? json_is_string(lim) && !strcmp(json_string_value(lim), ln)
@@ -235,7 +236,7 @@ static void check(const struct corral_result *res, size_t argc, const char *out)
 	} else {
 		FZ_CHECK(json_is_null(ses));
 	}
-	FZ_CHECK(json_object_size(o) == 23);
+	FZ_CHECK(json_object_size(o) == 24);
 	json_decref(o);
 }
 
@@ -260,6 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	res->exit_code = res->exited ? (int)(int32_t)fz_u64(&f, 4) : -1;
 	res->signal = res->exited ? 0 : fz_u8(&f);
 	res->timed_out = !!(flags & 4);
+	res->cancelled = !res->timed_out && (fz_u8(&f) & 1);
 	res->limit = (enum corral_limit_hit)(fz_u8(&f) % 7);
 	res->duration_ms = fz_u64(&f, 6);
 	res->stdout_buf = fz_stream(&f, &res->stdout_len);
