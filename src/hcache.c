@@ -247,7 +247,9 @@ static char *read_all(int fd)
 char *hc_mountinfo(struct hcache *c)
 {
 	if (!c) {
-		int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+		/* the calling thread's table (a library caller's thread may have a mount
+		 * namespace of its own) */
+		int fd = open("/proc/thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return NULL;
 		char *text = read_all(fd);

@@ -31,8 +31,8 @@ void hcache_sync(struct hcache *c);
 
 /* This process's /proc/self/mountinfo as it was at the first call after the last change
  * hcache_sync() took in (the kernel formats the whole table for every read: hundreds of
- * mounts on a host with containers or snaps); NULL (no cache): read now. A malloc'ed copy,
- * or NULL with errno. */
+ * mounts on a host with containers or snaps); NULL (no cache): the calling thread's
+ * /proc/thread-self/mountinfo, read now. A malloc'ed copy, or NULL with errno. */
 char *hc_mountinfo(struct hcache *c);
 
 int hc_lstat(struct hcache *c, const char *path, struct stat *st);

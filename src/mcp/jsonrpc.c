@@ -3,6 +3,8 @@
 #include "mcp/mcp.h"
 #include "internal.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,58 +294,67 @@ static bool id_written_as_integer(const char *s, size_t n, bool *beyond)
 	return integer;
 }
 
-/* Valid JSON with a real beyond a double's range (1e400), which jansson refuses at the first
- * one: each such number is overwritten with 0 in a copy (jansson's error position is just past
- * it) and the copy parsed again, so that a line malformed further on is still a parse error,
- * and the error reaches the request's id. */
-static enum jr_kind real_overflow(const char *line, size_t len, struct jr_msg *m,
-                                  json_error_t *jerr)
+/* Overwrite in s (n bytes, a copy of the line, with a NUL at s[n]) each number outside
+ * strings that is beyond a double's range (1e400, or an integer of 400 digits) with 0 and
+ * spaces, in one pass. *id_hit: one of them was the top-level id's (its lexeme at [ib, ie)).
+ * Returns how many. */
+static size_t zero_huge_numbers(char *s, size_t n, size_t ib, size_t ie, bool *id_hit)
 {
-	char *copy = malloc(len ? len : 1);
-	if (!copy)
-		return invalid(m, JR_INVALID_REQUEST, "invalid request: out of memory");
-	memcpy(copy, line, len);
-	bool overflow = true;
-	while (overflow) {
-		size_t end = jerr->position > 0 ? (size_t)jerr->position : 0, start = end;
-		while (start > 0 && strchr("0123456789+-.eE", copy[start - 1]) && copy[start - 1])
-			start--;
-		if (end > len || start == end)
-			break; /* not where a number would be: leave it to the parse error */
-		copy[start] = '0';
-		memset(copy + start + 1, ' ', end - start - 1);
-		m->root = json_loadb(copy, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, jerr);
-		overflow = !m->root && strstr(jerr->text, "real number overflow");
+	size_t zeroed = 0;
+	for (size_t i = 0; i < n;) {
+		if (s[i] == '"') {
+			i = skip_string(s, n, i);
+			continue;
+		}
+		if (s[i] != '-' && (s[i] < '0' || s[i] > '9')) {
+			i++;
+			continue;
+		}
+		size_t end = i + 1;
+		while (end < n && s[end] && strchr("0123456789+-.eE", s[end]))
+			end++;
+		char saved = s[end];
+		s[end] = '\0';
+		errno = 0;
+		double v = strtod(s + i, NULL);
+		bool huge = errno == ERANGE && (v == HUGE_VAL || v == -HUGE_VAL);
+		s[end] = saved;
+		if (huge) {
+			s[i] = '0';
+			memset(s + i + 1, ' ', end - i - 1);
+			zeroed++;
+			*id_hit |= i >= ib && i < ie;
+		}
+		i = end;
 	}
-	free(copy);
-	if (!m->root)
-		return invalid(m, JR_PARSE_ERROR,
-		               "parse error: %s (at byte %d); send one JSON object per line",
-		               jerr->text, jerr->position);
-	json_t *id = json_object_get(m->root, "id");
-	m->id = jr_id_valid(id) ? id : NULL;
-	if (json_is_object(m->root) && !json_object_get(m->root, "method") &&
-	    (json_object_get(m->root, "result") || json_object_get(m->root, "error"))) {
-		m->kind = JR_RESPONSE; /* a client's response: ignored, like any other */
-		return JR_RESPONSE;
-	}
-	return invalid(m, JR_INVALID_REQUEST,
-	               "invalid request: a number in the message is beyond the range of a double "
-	               "(about 1.8e308)");
+	return zeroed;
 }
 
-/* Valid JSON with an integer beyond 64 bits (jansson's "too big integer"): not a parse error
- * but a request this server cannot take. Parsed again with every integer as a double, to
- * answer -32600 with the request's id when it comes back exact (a string, or an integer below
- * 2^53 in magnitude written as one in the line; a larger one, or a real such as 5.0 or 5e0,
- * is answered with id null rather than an id the client did not send), and to say whether the
- * id itself is the integer that is too large. */
+/* Valid JSON with a number that jansson refuses: an integer beyond 64 bits ("too big
+ * integer") or a real beyond a double's range ("real number overflow", 1e400). Not a parse
+ * error but a request this server cannot take. Parsed again, once, from a copy with every
+ * number beyond a double zeroed and every integer read as a double, so that a line malformed
+ * further on is still a parse error; answered -32600 with the request's id when it comes back
+ * exact (a string, or an integer below 2^53 in magnitude written as one in the line; a larger
+ * one, a real such as 5.0 or 5e0, or one that was zeroed, is answered with id null rather than
+ * an id the client did not send), saying whether the id itself is the number out of range. */
 static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 {
 	json_error_t jerr;
-	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
+	char *copy = malloc(len + 1);
+	if (!copy)
+		return invalid(m, JR_INVALID_REQUEST, "invalid request: out of memory");
+	memcpy(copy, line, len);
+	copy[len] = '\0';
+	size_t ib = 0, ie = 0;
+	bool id_hit = false;
+	if (!id_lexeme(line, len, &ib, &ie))
+		ib = ie = 0;
+	size_t huge = zero_huge_numbers(copy, len, ib, ie, &id_hit);
+	m->root = json_loadb(copy, len, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL,
 	                     &jerr);
-	if (!m->root) /* malformed after all (past the large integer) */
+	free(copy);
+	if (!m->root) /* malformed after all (past the large number) */
 		return invalid(m, JR_PARSE_ERROR,
 		               "parse error: %s (at byte %d); send one JSON object per line",
 		               jerr.text, jerr.position);
@@ -352,10 +363,11 @@ static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 	if (json_is_real(id)) {
 		double v = json_real_value(id), a = v < 0 ? -v : v;
 		bool beyond = false, integer = id_written_as_integer(line, len, &beyond);
-		if (integer && a < 9007199254740992.0 && (double)(json_int_t)v == v)
+		if (id_hit)
+			json_object_del(m->root, "id"); /* zeroed: not the client's id */
+		else if (integer && a < 9007199254740992.0 && (double)(json_int_t)v == v)
 			json_object_set_new(m->root, "id", json_integer((json_int_t)v));
-		else if (integer)
-			id_too_big = beyond;
+		id_too_big = integer && beyond;
 		id = json_object_get(m->root, "id");
 	}
 	m->id = jr_id_valid(id) ? id : NULL;
@@ -368,6 +380,10 @@ static enum jr_kind out_of_range(const char *line, size_t len, struct jr_msg *m)
 		return invalid(m, JR_INVALID_REQUEST,
 		               "invalid request: the id is an integer beyond 64 bits; this server "
 		               "takes integer ids from -2^63 to 2^63-1, or string ids");
+	if (huge)
+		return invalid(m, JR_INVALID_REQUEST,
+		               "invalid request: a number in the message is beyond the range of a "
+		               "double (about 1.8e308)");
 	return invalid(m, JR_INVALID_REQUEST,
 	               "invalid request: a number in the message is an integer beyond 64 bits; "
 	               "this server takes integers from -2^63 to 2^63-1");
@@ -380,10 +396,8 @@ enum jr_kind jr_parse(const char *line, size_t len, struct jr_msg *m)
 	/* ALLOW_NUL: "\u0000" is valid JSON (stdin data may carry it); tools reject it where a C
 	 * string is needed. */
 	m->root = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-	if (!m->root && strstr(jerr.text, "too big"))
+	if (!m->root && (strstr(jerr.text, "too big") || strstr(jerr.text, "real number overflow")))
 		return out_of_range(line, len, m);
-	if (!m->root && strstr(jerr.text, "real number overflow"))
-		return real_overflow(line, len, m, &jerr);
 	if (!m->root)
 		return invalid(m, JR_PARSE_ERROR,
 		               "parse error: %s (at byte %d); send one JSON object "

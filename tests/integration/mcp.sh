@@ -908,7 +908,7 @@ PY
 
 test_mcp_protocol_errors_keep_serving() {
 	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
-import os, json, mcp_client as M
+import os, json, time, mcp_client as M
 s = M.Server(M.corral_argv(["-w", os.environ["WS"]]))
 s.initialize()
 def raw(line):
@@ -958,6 +958,19 @@ r = raw('{"jsonrpc":"2.0","id":12,"method":"ping","params":{"x":1e400}}')
 assert r["error"]["code"] == -32600 and r["id"] == 12 and "range of a double" in r["error"]["message"], r
 r = raw('{"jsonrpc":"2.0","id":"r","method":"tools/call","params":{"name":"run_command","arguments":{"argv":["true"],"timeout_s":-1e999}}}')
 assert r["error"]["code"] == -32600 and r["id"] == "r", r
+# an id that is such a number is no id the client sent (not the 0 it was zeroed to)
+r = raw('{"jsonrpc":"2.0","id":1e400,"method":"tools/list"}')
+assert r["error"]["code"] == -32600 and r["id"] is None, r
+# both kinds in one line, either order; a 400-digit integer; malformed past them: -32700
+for params in ('{"a":1e400,"b":99999999999999999999999}', '{"b":99999999999999999999999,"a":1e400}', '{"a":1%s}' % ("0" * 400)):
+    r = raw('{"jsonrpc":"2.0","id":15,"method":"tools/list","params":%s}' % params)
+    assert r["error"]["code"] == -32600 and r["id"] == 15, (params, r)
+r = raw('{"jsonrpc":"2.0","id":16,"method":"ping","params":{"x":1e400},"junk"}')
+assert r["error"]["code"] == -32700, r
+# many of them in one line are one pass, not one parse each: the server answers at once
+t0 = time.monotonic()
+r = raw('{"jsonrpc":"2.0","id":17,"method":"tools/list","params":{"x":[%s]}}' % ",".join(["1e999"] * 100000))
+assert r["error"]["code"] == -32600 and r["id"] == 17 and time.monotonic() - t0 < 10, (r, time.monotonic() - t0)
 # a NUL ("\u0000") cuts no string short: the tool name, can_i's op
 r = raw('{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"run_command\\u0000zzz","arguments":{"argv":["/bin/echo","ran"]}}}')
 assert r["error"]["code"] == -32602 and "NUL" in r["error"]["message"], r
