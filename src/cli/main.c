@@ -60,27 +60,55 @@ static void std_fds(void)
 	}
 }
 
-static int stdout_errno; /* why the first cli_puts that failed did */
+static int stdout_errno; /* why the first write of stdio's stdout that failed did */
+
+/* stdout's writes, through stdio: the same write(2) to fd 1, keeping the errno of the first
+ * that fails. stdio keeps only an error flag, and an output larger than its buffer is written
+ * (and fails) in the middle of a printf, whose errno is long gone by the end. */
+static ssize_t stdout_write(void *cookie, const char *buf, size_t n)
+{
+	(void)cookie;
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(STDOUT_FILENO, buf + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (!stdout_errno)
+				stdout_errno = w < 0 ? errno : EIO;
+			return off ? (ssize_t)off : -1;
+		}
+		off += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+/* Put stdout on stdout_write, buffered as before (lines on a terminal, else blocks). */
+static void stdout_keep_errors(void)
+{
+	FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){.write = stdout_write});
+	if (!f)
+		return; /* the plain stream: a failure is still reported, without its reason */
+	setvbuf(f, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+	fflush(stdout);
+	stdout = f;
+}
 
 int cli_puts(const char *s)
 {
-	int r = puts(s);
-	if (r == EOF && !stdout_errno)
-		stdout_errno = errno;
-	return r;
+	return puts(s);
 }
 
 /* At the end of every command: what it printed on stdout through stdio has been written. A
  * write that failed (a full disk) lost output, which is corral's failure (125) whatever the
- * command's own status, with the reason: the final flush's, else that of the cli_puts that
- * failed (a string longer than the buffer is written at once, and its error is gone with it).
- * Writes that bypass stdio (the relay of a run's output, a --json result) check their own. */
+ * command's own status, with the reason the write failed for. Writes that bypass stdio (the
+ * relay of a run's output, a --json result) check their own. */
 static int stdout_done(int code)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	if (fflush(stdout) == 0 && !ferror(stdout) && !stdout_errno)
 		return code;
-	int e = errno ? errno : stdout_errno;
+	int e = stdout_errno ? stdout_errno : errno;
 	cli_error("writing the output: %s", e ? strerror(e) : "write error");
 	return EXIT_CORRAL_FAILED;
 }
@@ -135,6 +163,7 @@ static int dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	std_fds();
+	stdout_keep_errors();
 	if (argc < 2) {
 		usage(stderr);
 		return EXIT_CORRAL_FAILED;
