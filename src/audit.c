@@ -379,26 +379,20 @@ static int check_store(struct audit *a, int64_t *version, struct corral_error *e
 	*version = v;
 	if (v == SCHEMA_VERSION) {
 		/* a table dropped outside corral: the store is damaged (audit_verify says so).
-		 * One query when all are there (every open, a one-shot run's among them). */
+		 * One query, at every open (a one-shot run's among them): which is missing. */
 		static const char *const tables[] = {"executions", "events", "chain"};
-		int64_t all = 0;
-		if (query_i64(a,
-		              "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
-		              "('executions', 'events', 'chain')",
-		              0, 0, &all, err) < 0)
+		int64_t gone = 0;
+		if (query_i64(
+		        a,
+		        "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = "
+		        "'table' AND name = 'executions') THEN 1 WHEN NOT EXISTS (SELECT 1 FROM "
+		        "sqlite_master WHERE type = 'table' AND name = 'events') THEN 2 WHEN NOT "
+		        "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = "
+		        "'chain') THEN 3 ELSE 0 END",
+		        0, 0, &gone, err) < 0)
 			return err->code;
-		for (size_t i = 0; all != 3 && i < ARRAY_SIZE(tables) && !a->missing; i++) {
-			char sql[128];
-			snprintf(sql, sizeof(sql),
-			         "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name "
-			         "= '%s'",
-			         tables[i]);
-			int64_t n = 0;
-			if (query_i64(a, sql, 0, 0, &n, err) < 0)
-				return err->code;
-			if (!n)
-				a->missing = tables[i];
-		}
+		if (gone >= 1 && gone <= 3)
+			a->missing = tables[gone - 1];
 		return 0;
 	}
 	if (v > SCHEMA_VERSION)

@@ -459,7 +459,7 @@ static int emit_json(json_t *j)
 		cli_error("audit: out of memory");
 		return EXIT_CORRAL_FAILED;
 	}
-	cli_puts(s);
+	puts(s);
 	free(s);
 	return 0;
 }
@@ -468,7 +468,7 @@ static int emit_json(json_t *j)
 static int print_line(void *ud, const char *line)
 {
 	(void)ud;
-	return cli_puts(line) < 0 ? CORRAL_ESYS : 0;
+	return puts(line) < 0 ? CORRAL_ESYS : 0;
 }
 
 static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_error *err)
@@ -505,7 +505,7 @@ static int run_sub(struct audit *a, const struct audit_opts *o, struct corral_er
 			return -1;
 		json_t *rep = json_loads(report, 0, NULL);
 		if (o->json || !rep) {
-			cli_puts(report);
+			puts(report);
 		} else if (r == 0) {
 			printf(
 			    "audit store %s: chain intact, %lld rows verified (head seq %lld, hash "
@@ -554,7 +554,7 @@ int cmd_audit(int argc, char **argv)
 			cli_error("%s", err.message);
 			return EXIT_CORRAL_FAILED;
 		}
-		cli_puts(o.db ? o.db : p);
+		puts(o.db ? o.db : p);
 		free(p);
 		return 0;
 	}

@@ -21,7 +21,7 @@ int cmd_check(int argc, char **argv)
 		return EXIT_CORRAL_FAILED;
 	}
 	if (json) {
-		cli_puts(doc);
+		puts(doc);
 		free(doc);
 		return 0;
 	}

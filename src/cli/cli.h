@@ -92,10 +92,6 @@ int run_pipeline(const corral_config *cfg, const struct run_opts *o);
 int cmd_shell(int argc, char **argv);
 void usage_shell(FILE *f);
 
-/* main.c: puts(s) on stdout, keeping a failure's errno for the check of stdout that ends
- * every command (main.c: a lost output is exit status 125, with the reason). */
-int cli_puts(const char *s);
-
 /* Print "corral: <message>" on stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -94,11 +94,6 @@ static void stdout_keep_errors(void)
 	stdout = f;
 }
 
-int cli_puts(const char *s)
-{
-	return puts(s);
-}
-
 /* At the end of every command: what it printed on stdout through stdio has been written. A
  * write that failed (a full disk) lost output, which is corral's failure (125) whatever the
  * command's own status, with the reason the write failed for. Writes that bypass stdio (the

@@ -141,7 +141,7 @@ int print_explain(const corral_config *cfg, bool json)
 	json_t *o = json_loads(doc, 0, NULL);
 	bool plan_error = !o || json_object_get(o, "error");
 	if (json)
-		cli_puts(doc);
+		puts(doc);
 	else if (o)
 		print_text(o);
 	json_decref(o);
@@ -342,7 +342,7 @@ static int policy_check(int argc, char **argv)
 		}
 		denied |= r == 0;
 		if (json) {
-			cli_puts(doc);
+			puts(doc);
 		} else {
 			json_t *o = json_loads(doc, 0, NULL);
 			const char *reason = json_string_value(json_object_get(o, "reason"));

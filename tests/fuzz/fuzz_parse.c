@@ -109,6 +109,24 @@ static void check_value(const struct decimal *d, int rc, uint64_t out, uint64_t 
 	}
 }
 
+/* A nonzero value below one unit of the result (a byte, a millisecond) would read as 0, which
+ * means none: it must be refused (true: judged, nothing more to check); and 0 comes only from
+ * a zero value. */
+static bool below_one_unit(const struct decimal *d, int rc, uint64_t out, uint64_t mult)
+{
+	if (d->exact && d->frac <= 38 && d->mant) {
+		u128 num;
+		if (!__builtin_mul_overflow(d->mant, (u128)mult, &num) &&
+		    num < pow10_u128(d->frac)) {
+			FZ_CHECK(rc != 0);
+			return true;
+		}
+	}
+	if (rc == 0 && out == 0)
+		FZ_CHECK(d->mant == 0 || !d->exact);
+	return false;
+}
+
 static void check_size(const char *s)
 {
 	static const struct {
@@ -135,16 +153,9 @@ static void check_size(const char *s)
 		FZ_CHECK(rc != 0);
 		return;
 	}
-	/* A nonzero size below one byte would read as 0 ("no limit"): it is refused. */
-	if (d.exact && d.frac <= 38 && d.mant) {
-		u128 num;
-		if (!__builtin_mul_overflow(d.mant, (u128)mult, &num) && num < pow10_u128(d.frac)) {
-			FZ_CHECK(rc != 0);
-			return;
-		}
-	}
-	if (rc == 0 && out == 0)
-		FZ_CHECK(d.mant == 0 || !d.exact); /* 0 only for a zero size */
+	/* a nonzero size below one byte would read as 0, "no limit" */
+	if (below_one_unit(&d, rc, out, mult))
+		return;
 	check_value(&d, rc, out, mult, EIB);
 }
 
@@ -172,16 +183,9 @@ static void check_duration(const char *s)
 		FZ_CHECK(rc != 0);
 		return;
 	}
-	/* A nonzero duration below 1 ms would read as 0 ("no timeout"): it is refused. */
-	if (d.exact && d.frac <= 38 && d.mant) {
-		u128 num;
-		if (!__builtin_mul_overflow(d.mant, (u128)mult, &num) && num < pow10_u128(d.frac)) {
-			FZ_CHECK(rc != 0);
-			return;
-		}
-	}
-	if (rc == 0 && out == 0)
-		FZ_CHECK(d.mant == 0 || !d.exact); /* 0 only for a zero duration */
+	/* a nonzero duration below 1 ms would read as 0, "no timeout" */
+	if (below_one_unit(&d, rc, out, mult))
+		return;
 	check_value(&d, rc, out, mult, YEAR_MS);
 }
 
