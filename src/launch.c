@@ -535,6 +535,13 @@ static void init_kill_all(const struct launch *L, pid_t cmd, int *status)
 	pid_t self = getpid();
 	char buf[4096], path[64];
 	for (int round = 0; round < 100; round++) {
+		/* No child at all (none running, none to reap, of any exit signal): then there is
+		 * no descendant either, since an orphan comes to us. The usual end of a run, and
+		 * it skips a read of every process's stat (about 1 ms on a host with 150). */
+		siginfo_t si;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) < 0 &&
+		    errno == ECHILD)
+			return;
 		int found = 0;
 		int dfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)

@@ -402,6 +402,29 @@ test_core_timeout_kill_reported_without_pidns() {
 	done
 }
 
+test_core_no_pidns_run_leaves_no_survivor() {
+	# Without a pid namespace the init ends what the command left behind by walking /proc
+	# for its children (it is their subreaper), and skips the walk when it has none. What a
+	# command that exits by itself leaves must still go: a background job, a double fork
+	# (an orphan, which comes to the init), a setsid daemon, and a job whose own child it
+	# waits for (a grandchild whose parent lives on). Host-side: none of them survives.
+	local how m out
+	for how in none nolayer; do
+		m="corral-np-$how-$RANDOM$RANDOM"
+		local sh="exec -a $m-bg sleep 61 & (exec -a $m-orphan sleep 62 &); setsid bash -c 'exec -a $m-sid sleep 63' & bash -c 'exec -a $m-gc sleep 64 & wait' & sleep 0.3; echo ok"
+		if [ "$how" = none ]; then
+			out=$("$CORRAL" run -w "$WS" --audit off --json --mode none -t 20 -- bash -c "$sh")
+		else
+			out=$("$NOLAYER" userns -- "$CORRAL" run -w "$WS" --audit off --json --mode auto -t 20 -- bash -c "$sh")
+			assert_eq "$(jget isolation.pidns.applied <<<"$out")" false
+		fi
+		assert_eq "$(jget exit_code <<<"$out")" 0 "$how: $out"
+		assert_eq "$(jget timed_out <<<"$out")" false "$how"
+		assert_eq "$(jget stdout <<<"$out")" ok "$how"
+		assert_no_survivor "$m-"
+	done
+}
+
 test_core_timeout_at_the_deadline_is_consistent() {
 	# Commands that end right at their deadline: the result must say either that the command
 	# ended by itself (exit 0, not timed out) or that the timeout stopped it (SIGTERM, timed
