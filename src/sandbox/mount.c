@@ -397,44 +397,95 @@ static int has_dot_component(const char *p)
 	}
 }
 
-/* Create the target (a directory, or an empty file when is_file) below rootfd, one component
- * at a time, never following a symlink, and return an O_PATH fd of it. */
-static int make_target(int rootfd, const char *abs, int is_file, char *buf)
+/* The directory the last walk made a target in (an O_PATH fd below the new root, and its
+ * path relative to it): the next target in the same directory (/etc's files, /dev's
+ * devices, one after the other in the plan) is made there without walking to it again. A
+ * mount onto a directory could cover it or a directory above it, so every mount onto
+ * anything but a file just made here drops it (tdir_drop), as does the end of a build. */
+static struct {
+	int fd, root;
+	size_t len;
+	char path[PATH_MAX];
+} tdir = {.fd = -1};
+
+static void tdir_drop(void)
 {
+	if (tdir.fd >= 0)
+		close(tdir.fd);
+	tdir.fd = -1;
+}
+
+/* Create the target (a directory, or an empty file when is_file) below rootfd, one component
+ * at a time, never following a symlink, and return a descriptor of it: O_PATH, or for a file
+ * it just made, the descriptor it was made with (*fresh set). */
+static int make_target(int rootfd, const char *abs, int is_file, char *buf, bool *fresh)
+{
+	*fresh = false;
 	const char *p = abs;
 	while (*p == '/')
 		p++;
-	/* Most targets exist already (in a tree bound by an earlier op, or made by one): then one
-	 * lookup under the same rules finds what the walk would, without its two or three calls
-	 * per component. An existing one is used as it is either way, whatever its type. */
+	/* The parent's length, when the path is plain (no ".", "..", "//" or trailing slash):
+	 * only such a parent is kept in tdir or looked up there. */
+	size_t n = s_len(p), plen = 0;
+	bool plain = n > 0 && p[n - 1] != '/' && !has_dot_component(p);
+	for (size_t i = 0; plain && i < n; i++) {
+		if (p[i] == '/' && p[i + 1] == '/')
+			plain = false;
+		else if (p[i] == '/')
+			plen = i;
+	}
+	if (plain && plen > 0 && n - plen - 1 <= NAME_MAX && tdir.fd >= 0 && tdir.root == rootfd &&
+	    tdir.len == plen && !memcmp(tdir.path, p, plen)) {
+		const char *name = p + plen + 1;
+		if (is_file) {
+			int fd = openat(tdir.fd, name,
+			                O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+			if (fd >= 0) {
+				*fresh = true;
+				return fd;
+			}
+			if (errno != EEXIST)
+				return -errno;
+		} else if (mkdirat(tdir.fd, name, 0755) < 0 && errno != EEXIST) {
+			return -errno;
+		}
+		return sys_openat2(tdir.fd, name, O_PATH | O_CLOEXEC,
+		                   RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+	}
+	/* Most other targets exist already (in a tree bound by an earlier op, or made by one):
+	 * then one lookup under the same rules finds what the walk would, without its two or
+	 * three calls per component. An existing one is used as it is either way, whatever its
+	 * type. */
 	if (*p && !has_dot_component(p)) {
 		int fd = sys_openat2(rootfd, p, O_PATH | O_CLOEXEC,
 		                     RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
 		if (fd >= 0)
 			return fd;
 	}
-	int dirfd = rootfd, r;
+	const char *p0 = p;
+	int dirfd = rootfd, r = -EINVAL;
 	for (;;) {
 		const char *end = p;
 		while (*end && *end != '/')
 			end++;
-		size_t n = (size_t)(end - p);
-		if (n == 0 || n >= NAME_MAX + 1) {
-			r = n ? -ENAMETOOLONG : -EINVAL;
+		size_t len = (size_t)(end - p);
+		if (len == 0 || len >= NAME_MAX + 1) {
+			r = len ? -ENAMETOOLONG : -EINVAL;
 			break;
 		}
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < len; i++)
 			buf[i] = p[i];
-		buf[n] = 0;
+		buf[len] = 0;
 		int last = *end == 0;
 		if (last && is_file) {
 			/* O_EXCL: an existing file (a proc entry) is used as is, never opened
 			 * for writing */
 			int fd = openat(dirfd, buf, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
 			                0644);
-			if (fd >= 0)
-				close(fd);
-			else if (errno != EEXIST) {
+			if (fd >= 0) {
+				*fresh = true;
+				r = fd;
+			} else if (errno != EEXIST) {
 				r = -errno;
 				break;
 			}
@@ -442,8 +493,19 @@ static int make_target(int rootfd, const char *abs, int is_file, char *buf)
 			r = -errno;
 			break;
 		}
-		r = sys_openat2(dirfd, buf, O_PATH | O_CLOEXEC,
-		                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH);
+		if (!*fresh)
+			r = sys_openat2(dirfd, buf, O_PATH | O_CLOEXEC,
+			                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			                    RESOLVE_BENEATH);
+		if (last && r >= 0 && plain && dirfd != rootfd && (size_t)(p - 1 - p0) == plen) {
+			/* kept for the next target in this directory */
+			tdir_drop();
+			tdir.fd = dirfd;
+			tdir.root = rootfd;
+			tdir.len = plen;
+			memcpy(tdir.path, p0, plen);
+			return r;
+		}
 		if (dirfd != rootfd)
 			close(dirfd);
 		if (r < 0 || last)
@@ -460,10 +522,10 @@ static int make_target(int rootfd, const char *abs, int is_file, char *buf)
 	return r;
 }
 
-/* Attach a clone of the tree at srcfd onto the target, with attributes applied to every
- * submount of the clone before it becomes visible. */
-static int attach_clone(int srcfd, int rootfd, const char *dst, int is_file, uint64_t attrs,
-                        char *buf)
+/* Attach a clone of the tree at srcfd onto the target tfd, with attributes applied to every
+ * submount of the clone before it becomes visible. Unless the target is a file just made,
+ * the mount may cover a directory, and the kept one goes. */
+static int attach_clone_at(int srcfd, int tfd, bool fresh, uint64_t attrs)
 {
 	int tree = sys_open_tree(srcfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH |
 	                                        AT_RECURSIVE);
@@ -471,16 +533,25 @@ static int attach_clone(int srcfd, int rootfd, const char *dst, int is_file, uin
 		return tree;
 	int r = sys_mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attrs);
 	if (r == 0) {
-		int tfd = make_target(rootfd, dst, is_file, buf);
-		if (tfd < 0) {
-			r = tfd;
-		} else {
-			r = sys_move_mount(tree, "", tfd, "",
-			                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-			close(tfd);
-		}
+		if (!fresh)
+			tdir_drop();
+		r = sys_move_mount(tree, "", tfd, "",
+		                   MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
 	}
 	close(tree);
+	return r;
+}
+
+/* The same onto dst below rootfd, made first (a directory, or a file when is_file). */
+static int attach_clone(int srcfd, int rootfd, const char *dst, int is_file, uint64_t attrs,
+                        char *buf)
+{
+	bool fresh;
+	int tfd = make_target(rootfd, dst, is_file, buf, &fresh);
+	if (tfd < 0)
+		return tfd;
+	int r = attach_clone_at(srcfd, tfd, fresh, attrs);
+	close(tfd);
 	return r;
 }
 
@@ -520,13 +591,15 @@ static int do_bind(const struct mount_op *op, int rootfd, const struct mount_pla
 static int do_fs(const struct mount_op *op, int rootfd, const char *fstype, unsigned long flags,
                  const char *data, char *buf, char *pathbuf)
 {
-	int tfd = make_target(rootfd, op->dst, 0, buf);
+	bool fresh;
+	int tfd = make_target(rootfd, op->dst, 0, buf, &fresh);
 	if (tfd < 0)
 		return tfd;
 	close(tfd);
 	int r = s_join(pathbuf, NEWROOT, op->dst);
 	if (r < 0)
 		return r;
+	tdir_drop(); /* a mount onto a directory */
 	return mount(fstype, pathbuf, fstype, flags, data) < 0 ? -errno : 0;
 }
 
@@ -614,7 +687,8 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 			for (size_t i = 0; i < n - 1; i++)
 				parent[i] = op->dst[i];
 			parent[n - 1] = 0;
-			int pfd = make_target(rootfd, parent, 0, buf);
+			bool fresh;
+			int pfd = make_target(rootfd, parent, 0, buf, &fresh);
 			if (pfd < 0)
 				return pfd;
 			close(pfd);
@@ -629,30 +703,35 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 			return fd == -ENOENT ? 0 : fd;
 		struct stat st;
 		r = fstat(fd, &st) < 0 ? -errno : 0;
-		close(fd);
+		if (r < 0 || S_ISDIR(st.st_mode))
+			close(fd);
 		if (r < 0)
 			return r;
 		if (S_ISDIR(st.st_mode)) {
 			r = s_join(pbuf, NEWROOT, op->dst);
+			tdir_drop();
 			if (r == 0 && mount("tmpfs", pbuf, "tmpfs",
 			                    MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
 			                    "mode=0000,size=4k") < 0)
 				r = -errno;
 			return r;
 		}
-		/* a file: bind the empty file made in the scratch root */
+		/* a file: bind the empty file made in the scratch root onto it */
 		int src = sys_openat2(AT_FDCWD, "/empty", O_PATH | O_CLOEXEC, 0);
-		if (src < 0)
+		if (src < 0) {
+			close(fd);
 			return src;
-		r = attach_clone(src, rootfd, op->dst, 1,
-		                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-		                         MOUNT_ATTR_NOEXEC,
-		                 buf);
+		}
+		r = attach_clone_at(src, fd, false,
+		                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+		                        MOUNT_ATTR_NOEXEC);
 		close(src);
+		close(fd);
 		return r;
 	}
 	case MOP_DIR: {
-		int fd = make_target(rootfd, op->dst, 0, buf);
+		bool fresh;
+		int fd = make_target(rootfd, op->dst, 0, buf, &fresh);
 		if (fd < 0)
 			return fd;
 		close(fd);
@@ -664,13 +743,9 @@ static int do_op(const struct mount_op *op, int rootfd, const struct mount_plan 
 		                     RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
 		if (fd < 0)
 			return (fd == -ENOENT && op->optional) ? 0 : fd;
-		struct stat st;
-		r = fstat(fd, &st) < 0 ? -errno : 0;
-		if (r == 0)
-			r = attach_clone(fd, rootfd, op->dst, !S_ISDIR(st.st_mode),
-			                 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-			                         MOUNT_ATTR_NOEXEC,
-			                 buf);
+		r = attach_clone_at(fd, fd, false,
+		                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+		                        MOUNT_ATTR_NOEXEC);
 		close(fd);
 		return r;
 	}
@@ -723,6 +798,7 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
 	int rootfd = sys_openat2(AT_FDCWD, NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
 	if (rootfd < 0)
 		return rootfd;
+	tdir.fd = -1; /* (never kept by the process this one was cloned from) */
 	for (size_t i = 0; i < plan->n_ops; i++) {
 		if (tpl_fd >= 0 && plan->ops[i].tpl)
 			continue; /* in the template */
@@ -734,6 +810,7 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
 				;
 			if (n != 1 || c != 'p') {
 				*failed_op = (int)i;
+				tdir_drop();
 				close(rootfd);
 				return -ECANCELED;
 			}
@@ -741,10 +818,12 @@ int mount_setup_child(const struct mount_plan *plan, int wait_fd, int tpl_fd, in
 		r = do_op(&plan->ops[i], rootfd, plan, notes);
 		if (r < 0) {
 			*failed_op = (int)i;
+			tdir_drop();
 			close(rootfd);
 			return r;
 		}
 	}
+	tdir_drop();
 	close(rootfd);
 	/* Drop the host: make the new root "/" with the pivot_root(".", ".") idiom, and detach
 	 * the scratch tmpfs stacked above it, which takes the old root (mounted beneath it, at
@@ -895,8 +974,9 @@ _Noreturn void mount_template_child(const struct mount_plan *plan, int sock)
 		if (op->tpl) {
 			r = do_op(op, rootfd, plan, &notes);
 		} else if (op->tpl_make) {
-			int fd =
-			    make_target(rootfd, op->dst, op->tpl_make & TPL_MAKE_FILE, plan->buf1);
+			bool fresh;
+			int fd = make_target(rootfd, op->dst, op->tpl_make & TPL_MAKE_FILE,
+			                     plan->buf1, &fresh);
 			r = fd < 0 ? fd : 0;
 			if (fd >= 0)
 				close(fd);
@@ -908,6 +988,7 @@ _Noreturn void mount_template_child(const struct mount_plan *plan, int sock)
 		if (r < 0)
 			failed = (int)i;
 	}
+	tdir_drop();
 	/* Read-only at the superblock, the root and each tmpfs of the template: a sandbox that
 	 * got past its seccomp filter could remount its own mount of it read-write, but not the
 	 * superblock, which belongs to this user namespace, where no sandbox has a capability. */

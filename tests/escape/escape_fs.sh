@@ -248,6 +248,84 @@ escape_case_fs_workspace_nodev() {
 	assert_eq "$(cr --mode none -- ./probe open-read devnull)" ok "control: mode none opens the node"
 }
 
+# Each mount of the plan lands where the plan puts it, with what the plan binds there: every
+# target is a mount point inside, a file target holds its host source's bytes, a directory
+# target lists as its source does, a device is its node. The targets are made one directory
+# at a time, and the directory of the last one is kept for the next (mount.c, tdir): a target
+# made in a directory that a mount covers would be a mount nobody sees, and its path would
+# show the covering tree instead.
+escape_case_fs_plan_mounts_land_where_the_plan_says() {
+	local plan script out
+	plan=$("$CORRAL" run -w "$WS" --dry-run --json -- true) || fail "dry run: $plan"
+	script=$(python3 - "$plan" <<'PY'
+import json, shlex, sys
+plan = json.loads(sys.argv[1])
+lines = ["cat /proc/self/mountinfo", "echo ---"]
+for m in plan["mounts"]:
+    t, kind = shlex.quote(m["target"]), m["type"]
+    if kind == "file-ro":
+        lines.append(f"printf 'F %s ' {t}; md5sum < {t}")
+    elif kind == "bind-ro" and m["target"] != plan["workspace"] and \
+            m["target"] not in plan.get("protected", []):
+        lines.append(f"printf 'D %s ' {t}; ls -A {t} | md5sum")
+    elif kind == "device":
+        lines.append(f"stat -c 'C %n %t %T %F' {t}")
+print("; ".join(lines))
+PY
+)
+	out=$(cr -- sh -c "$script" 2>&1) || fail "the check inside failed: $out"
+	python3 - "$plan" "$out" <<'PY' || fail "the sandbox's mounts differ from the plan (above)"
+import hashlib, json, os, stat, subprocess, sys
+plan, out = json.loads(sys.argv[1]), sys.argv[2]
+info, _, checks = out.partition("---\n")
+def unescape(p):
+    return p.encode().decode("unicode_escape") if "\\" in p else p
+points = {unescape(l.split()[4]) for l in info.splitlines() if len(l.split()) > 4}
+got = {}
+for l in checks.splitlines():
+    f = l.split()
+    if f[0] in ("F", "D"):
+        got[(f[0], f[1])] = f[2]
+    elif f[0] == "C":
+        got[("C", f[1])] = " ".join(f[2:])
+bad, n = [], 0
+mounting = ("bind-ro", "bind-rw", "file-ro", "device", "tmpfs", "proc", "devpts", "read-only")
+for m in plan["mounts"]:
+    t, kind, src = m["target"], m["type"], m.get("source")
+    if kind not in mounting:
+        continue
+    if src and m.get("optional") and not os.path.exists(src):
+        continue
+    if kind == "read-only" and not os.path.exists("/proc" + t[len("/proc"):]):
+        continue
+    n += 1
+    if t not in points:
+        bad.append(f"{t} ({kind}) is not a mount point inside")
+    if kind == "file-ro":
+        want = hashlib.md5(open(src, "rb").read()).hexdigest()
+        if got.get(("F", t)) != want:
+            bad.append(f"{t}: content {got.get(('F', t))}, host {src} {want}")
+    elif ("D", t) in got:
+        ls = subprocess.run(["ls", "-A", src], capture_output=True, check=True).stdout
+        want = hashlib.md5(ls).hexdigest()
+        if got[("D", t)] != want:
+            bad.append(f"{t}: listing {got[('D', t)]}, host {src} {want}")
+    elif kind == "device":
+        st = os.stat(src)
+        want = f"{os.major(st.st_rdev):x} {os.minor(st.st_rdev):x} character special file"
+        if got.get(("C", t)) != want:
+            bad.append(f"{t}: {got.get(('C', t))}, host {want}")
+for p in plan.get("protected", []):
+    n += 1
+    if p not in points:
+        bad.append(f"{p} (protected) is not a mount point inside")
+if n < 40 or not any(k[0] == "F" for k in got):
+    bad.append(f"only {n} mounts checked, {len(got)} contents: the plan or the check is off")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+}
+
 # Every mount of the sandbox is nosuid, and nodev except the six bound device nodes and the
 # private devpts (which hold the only devices the sandbox may open): as the mount plan says.
 escape_case_fs_mounts_nosuid_nodev() {
