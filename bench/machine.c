@@ -1,9 +1,12 @@
 /* What the machine charges for the primitives a sandbox launch is made of: a system call, a
- * page fault on first touch, a copy-on-write fault, fork, and spawning /bin/true
- * (posix_spawn, as the server benchmark's bare row does). Virtual machines differ here by an
+ * page fault on first touch, a copy-on-write fault, fork, spawning /bin/true (posix_spawn,
+ * as the server benchmark's bare row does), and on x86 a CPUID instruction: a hypervisor
+ * traps each one, and glibc's start-up runs dozens of them in every new program (its CPU
+ * feature and cache detection; on the 2-core machine of 2026-11-29 a CPUID took 3.6 us and
+ * a static program that returns at once 0.41 ms, against 0.13 ms without glibc). Virtual machines differ here by an
  * order of magnitude (a hypervisor that traps every page fault makes each cost microseconds),
- * and a launch's time follows: corral's one-shot makes about 1,750 system calls and takes
- * about 210 page faults (270 with the audit record), bwrap's about 600 and 125. The
+ * and a launch's time follows: corral's one-shot makes about 1,450-1,550 system calls and
+ * takes about 210 page faults (270 with the audit record), bwrap's about 450-600 and 125. The
  * benchmark report prints these beside the launch times, so that runs on different machines
  * can be compared. Part of the benchmark harness (bench/run.sh), not of corral.
  *
@@ -18,6 +21,10 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define HAVE_CPUID 1
+#endif
 
 #define ROUNDS 5
 #define PAGES 2000
@@ -61,11 +68,15 @@ static double touch_ns(char *p, char v)
 }
 
 extern char **environ;
+#ifdef HAVE_CPUID
+static volatile unsigned cpuid_sink;
+#endif
 
 int main(void)
 {
 	char *true_argv[] = {"true", NULL};
 	double sc[ROUNDS], fault[ROUNDS], cow[ROUNDS], fork_us[ROUNDS], spawn_us[ROUNDS];
+	double cpuid_ns[ROUNDS] = {0};
 	for (int r = 0; r < ROUNDS; r++) {
 		enum { N = 20000 };
 		double a = now_ns();
@@ -90,6 +101,19 @@ int main(void)
 		waitpid(c, NULL, 0);
 		munmap(p, (size_t)PAGES * 4096);
 
+#ifdef HAVE_CPUID
+		{
+			enum { C = 2000 };
+			unsigned ax, bx, cx, dx;
+			a = now_ns();
+			for (int i = 0; i < C; i++) {
+				__cpuid_count(0, 0, ax, bx, cx, dx);
+				cpuid_sink = ax ^ bx ^ cx ^ dx;
+			}
+			cpuid_ns[r] = (now_ns() - a) / C;
+		}
+#endif
+
 		enum { F = 100 };
 		a = now_ns();
 		for (int i = 0; i < F; i++) {
@@ -112,7 +136,11 @@ int main(void)
 		spawn_us[r] = (now_ns() - a) / F / 1000;
 	}
 	printf("{\"syscall_ns\": %.0f, \"fault_ns\": %.0f, \"cow_fault_ns\": %.0f, "
-	       "\"fork_exit_wait_us\": %.0f, \"spawn_true_us\": %.0f}\n",
+	       "\"fork_exit_wait_us\": %.0f, \"spawn_true_us\": %.0f",
 	       median(sc), median(fault), median(cow), median(fork_us), median(spawn_us));
+#ifdef HAVE_CPUID
+	printf(", \"cpuid_ns\": %.0f", median(cpuid_ns));
+#endif
+	printf("}\n");
 	return 0;
 }

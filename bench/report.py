@@ -538,6 +538,9 @@ def main():
                    f"{prim['cow_fault_ns'] / 1000:.1f} µs |")
         out.append(f"| fork + exit + wait | {prim['fork_exit_wait_us']:.0f} µs |")
         out.append(f"| posix_spawn /bin/true + wait | {prim['spawn_true_us']:.0f} µs |")
+        if prim.get("cpuid_ns") is not None:
+            out.append(f"| a CPUID instruction (trapped by a hypervisor; glibc's start-up runs "
+                       f"dozens in every new program) | {prim['cpuid_ns'] / 1000:.2f} µs |")
     env = read_result("env") or {}
     for phase in ("before", "after"):
         e = env.get(phase)
@@ -550,10 +553,13 @@ def main():
         out.append("The primitives' costs (`bench/machine.c`, medians of 5 rounds at the start "
                    "of the run) differ between virtual machines by an order of magnitude, and "
                    "launch times follow them: a one-shot `corral run --audit off -- /bin/true` "
-                   "makes about 1,750 system calls and takes about 210 page faults in its three "
-                   "processes (270 with the audit record), bwrap about 600 and 125 "
-                   "(`strace -fc`, GNU time's minor faults; 2026-11-27). Compare runs on "
-                   "different machines by the ratios.\n")
+                   "makes about 1,450-1,550 system calls and takes about 210 page faults in its "
+                   "three processes (270 with the audit record), bwrap about 450-600 and 125 "
+                   "(`strace -fc`, GNU time's minor faults; 2026-11-27 and 2026-11-29). Each "
+                   "program started also pays for glibc's CPUIDs: a static program that returns "
+                   "at once took 0.41 ms here against 0.13 ms without glibc (2026-11-29), "
+                   "once for corral and once for the command, as for bwrap and the bare row. "
+                   "Compare runs on different machines by the ratios.\n")
     out.append("## Versions\n")
     out.append("| tool | version |")
     out.append("|---|---|")
