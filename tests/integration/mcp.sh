@@ -1034,6 +1034,36 @@ assert s.close() == 0
 PY
 }
 
+# The limit counts the message, not its line terminator: a request of exactly the limit is
+# answered whether it ends with "\n" or "\r\n"; one byte more is refused either way, and the
+# refusal gives the message's length without the "\r".
+test_mcp_message_limit_crlf_terminator_not_counted() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-message-bytes", "1k"]))
+s.initialize()
+def ping(i, size):
+    head = '{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"' % i
+    line = head + "p" * (size - len(head) - 3) + '"}}'
+    assert len(line) == size
+    return line
+for i, end in ((1, "\n"), (2, "\r\n")):
+    s.send_raw(ping(i, 1024) + end)
+    r = s.recv()
+    assert r.get("id") == i and r.get("result") == {}, (end, r)
+for i, end in ((3, "\n"), (4, "\r\n")):
+    s.send_raw(ping(i, 1025) + end)
+    r = s.recv()
+    assert r["error"]["code"] == -32600 and r["id"] is None, r
+    assert "too large: 1025 bytes; the limit is 1024 bytes" in r["error"]["message"], (end, r)
+# the "\r" and the "\n" in separate writes
+s.send_raw(ping(5, 1024) + "\r")
+s.send_raw("\n")
+assert s.response(5)["result"] == {}
+assert s.close() == 0
+PY
+}
+
 # A call's sandbox is torn down after its reply, whether the next request comes at once or
 # the server then sits idle. Host-side evidence that nothing is left behind: no corral-init
 # child of the server in any state (a zombie would be an init killed and never reaped), and
