@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <poll.h>
@@ -2201,6 +2202,20 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			json_decref(v);
 			r->result = answer_error(
 			    "%s", v ? err.message : "job_output: out of memory reading the job");
+			break;
+		}
+		/* An offset past the end was never a next_offset of this job's (the end only
+		 * grows): a client's mistake, said as such rather than read from the end. */
+		if (since > o.total_bytes) {
+			json_decref(v);
+			uint64_t end = o.total_bytes;
+			corral_job_output_free(&o);
+			r->result = answer_error(
+			    "invalid arguments for job_output: since_offset: %" PRIu64
+			    " is past the end of job %s's output, which is %" PRIu64
+			    " bytes so far (total_bytes); pass the next_offset of the previous "
+			    "job_output, or 0 for everything still held",
+			    since, jid, end);
 			break;
 		}
 		json_object_set_new(v, "stdout", json_bytes(o.stdout_buf, o.stdout_len));

@@ -589,7 +589,9 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		json_object_set_new(
 		    props, "since_offset",
 		    int_prop("Return output after this offset: 0 for everything "
-		             "still held, else the next_offset of the previous call.",
+		             "still held, else the next_offset of the previous call. "
+		             "An offset past the end of the output (total_bytes) is an "
+		             "error.",
 		             0));
 		json_object_set_new(
 		    props, "max_bytes",
