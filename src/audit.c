@@ -686,7 +686,9 @@ uint64_t audit_missed(const struct audit *a)
 
 /* ---- writing -------------------------------------------------------------------------- */
 
-static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
+/* The chain's head and anchor: 1 when read, 0 when the table has no row (it was deleted
+ * outside corral), or an error (the store could not be read). */
+static int chain_query(struct audit *a, struct chain_state *c, struct corral_error *err)
 {
 	sqlite3_stmt *st;
 	if (cached(a, "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM chain WHERE k = 1",
@@ -702,15 +704,24 @@ static int chain_read(struct audit *a, struct chain_state *c, struct corral_erro
 		         (const char *)sqlite3_column_text(st, 3) ?: "");
 	}
 	done(a, st);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc == SQLITE_DONE)
-		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
-		                        "audit store %s: the chain head row is missing (the store "
-		                        "was edited outside corral); 'corral audit verify' cannot "
-		                        "vouch for it; move it aside, " FIX_OTHER_STORE,
-		                        a->path);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
 	return store_error(a->path, a->db, rc, "read the chain head", err);
+}
+
+#define HEAD_ROW_MISSING "the chain head row is missing (deleted outside corral)"
+
+/* The chain's head and anchor, which writing and pruning need: a missing row is an error. */
+static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
+{
+	int r = chain_query(a, c, err);
+	if (r == 0)
+		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
+		                        "audit store %s: " HEAD_ROW_MISSING
+		                        ": the store is damaged and is not written to; 'corral "
+		                        "audit verify' reports it; move it aside, " FIX_OTHER_STORE,
+		                        a->path);
+	return r < 0 ? r : 0;
 }
 
 /* The chain's head in a write transaction: read at its first use (the transaction holds the
@@ -1309,10 +1320,15 @@ int audit_verify(struct audit *a, char **report_json, struct corral_error *err)
 			rc = nomem(err);
 		else if (strcmp(a->missing, "chain") && chain_read(a, &c, &ignored) < 0)
 			memset(&c, 0, sizeof(c));
-	} else {
-		rc = chain_read(a, &c, err);
-		if (rc == 0)
-			rc = chain_walk(a, &c, INT64_MAX, &w, err);
+	} else if ((rc = chain_query(a, &c, err)) == 0) {
+		/* tampering, not an unreadable store: a finding, like a dropped table */
+		w.bad = json_pack("{s:s,s:s}", "table", "chain", "reason",
+		                  HEAD_ROW_MISSING "; the head and the anchor it held are unknown, "
+		                                   "so the rows cannot be checked against them");
+		if (!w.bad)
+			rc = nomem(err);
+	} else if (rc == 1) {
+		rc = chain_walk(a, &c, INT64_MAX, &w, err);
 	}
 	sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (rc < 0)
