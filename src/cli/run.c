@@ -600,7 +600,7 @@ struct audit *run_audit_open(const struct run_opts *o)
 	struct corral_error err = {0};
 	struct audit *a = NULL;
 	if (audit_open(o->audit, &a, &err) < 0) {
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+		cli_error("%s (the run itself is not affected)", err.message);
 		return NULL;
 	}
 	if (o->audit_max_age_set || o->audit_max_rows_set)
@@ -645,7 +645,7 @@ void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_op
 	    .redactions = res->redactions,
 	};
 	if (audit_record_run(a, &r, &err) < 0)
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+		cli_error("%s (the run itself is not affected)", err.message);
 	free(viol);
 	audit_close(a);
 }

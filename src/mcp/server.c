@@ -378,7 +378,7 @@ static int64_t wall_ms(void)
 static void audit_failed(struct server *s, const struct corral_error *err)
 {
 	if (s->audit_failed++ == 0)
-		logmsg("audit: %s (calls are not affected; further audit errors are only counted)",
+		logmsg("%s (calls are not affected; further audit errors are only counted)",
 		       err->message);
 	if (++s->audit_fails_in_row >= AUDIT_FAILS_BEFORE_PAUSE) {
 		s->audit_fails_in_row = 0;
@@ -691,8 +691,7 @@ static void audit_start(struct server *s)
 	audit_use_nofork_pagecache();
 	struct corral_error err = {0};
 	if (audit_open(s->o->audit_path, &s->audit, &err) < 0) {
-		logmsg("audit: %s (serving without an audit record; calls are not affected)",
-		       err.message);
+		logmsg("%s (serving without an audit record; calls are not affected)", err.message);
 		s->audit = NULL;
 		return;
 	}

@@ -683,6 +683,43 @@ test_audit_default_path() {
 	[ ! -e "$WS/none" ] || fail "a reader created the store"
 }
 
+# A message about the store says "audit" once, and its fix names the flag of the command at
+# hand: a writer's (corral run) --audit PATH / --audit off, a reader's (corral audit) --db PATH.
+test_audit_messages_name_the_flag_in_use() {
+	need_sqlite3
+	local out rc
+	echo garbage >"$WS/garbage.db"
+	# a writer: one warning, "audit store" once, its own flags
+	out=$("$CORRAL" run -w "$WS" --audit "$WS/garbage.db" -- true 2>&1); rc=$?
+	assert_eq "$rc" 0 "corral run: $out"
+	assert_eq "$out" "corral: audit store $WS/garbage.db: cannot read: file is not a database; it is damaged or not a corral audit store; move it aside, or record elsewhere with --audit PATH, or not at all with --audit off (the run itself is not affected)"
+	out=$(env -u XDG_STATE_HOME -u HOME "$CORRAL" run -w "$WS" -- true 2>&1); rc=$?
+	assert_eq "$rc" 0 "corral run without a default store: $out"
+	assert_contains "$out" "corral: audit: no default store"
+	assert_contains "$out" "--audit PATH"
+	assert_not_contains "$out" "audit: audit"
+	# a reader (every subcommand opens the store the same way): --db, never --audit
+	out=$("$CORRAL" audit --db "$WS/garbage.db" list 2>&1); assert_eq $? 125
+	assert_eq "$out" "corral: audit store $WS/garbage.db: cannot read: file is not a database; it is damaged or not a corral audit store; move it aside, or name another store with --db PATH"
+	sqlite3 "$WS/other.db" "CREATE TABLE notes (t TEXT)"
+	out=$("$CORRAL" audit --db "$WS/other.db" verify 2>&1); assert_eq $? 125
+	assert_contains "$out" "not a corral audit store; or name another store with --db PATH"
+	assert_not_contains "$out" "--audit"
+	audit_tool "$WS/audit.db" bulk 2 >/dev/null || fail "bulk"
+	sqlite3 "$WS/audit.db" "DELETE FROM chain"
+	out=$(aud prune 2>&1); assert_eq $? 125
+	assert_contains "$out" "the chain head row is missing"
+	assert_contains "$out" "--db PATH"
+	assert_not_contains "$out" "--audit"
+	local sub
+	for sub in list path; do
+		out=$(env -u XDG_STATE_HOME -u HOME "$CORRAL" audit "$sub" 2>&1); assert_eq $? 125 "$sub"
+		assert_contains "$out" "corral: audit: no default store"
+		assert_contains "$out" "or give the store with --db PATH"
+		assert_not_contains "$out" "--audit"
+	done
+}
+
 # The documented serialization (docs/audit.md) reproduces every row_hash: an auditor can
 # check an export without corral.
 test_audit_hash_format_documented() {
