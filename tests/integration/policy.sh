@@ -969,6 +969,28 @@ test_policy_protected_uninspectable_is_not_absent() {
 	fi
 }
 
+# A placeholder that cannot be made because its directory (here the workspace itself, this
+# user's, chmod 555) cannot be written refuses the run, and the message tells the protected
+# path from its directory: it used to call the workspace "the protected path". Root runs
+# without its capabilities here, as the owner would.
+test_policy_placeholder_directory_unwritable_named() {
+	local ws=$WS/ro-ws out rc
+	mkdir "$ws"
+	chmod 555 "$ws"
+	if is_root; then
+		out=$(setpriv --inh-caps=-all --bounding-set=-all -- "$CORRAL" run -w "$ws" --audit off -- true 2>&1)
+	else
+		out=$("$CORRAL" run -w "$ws" --audit off -- true 2>&1)
+	fi
+	rc=$?
+	chmod 755 "$ws"
+	assert_eq "$rc" 126 "$out"
+	assert_contains "$out" "cannot make the placeholder for the protected path $ws/.git: its directory $ws cannot be written (Permission denied)"
+	assert_contains "$out" "chmod u+rwx $ws"
+	assert_not_contains "$out" "the protected path $ws:"
+	[ ! -e "$ws/.git" ] || fail "a placeholder was left"
+}
+
 # explain plans the limits a run gets: where a cgroup enforces the memory and process limits,
 # its rlimits have no RLIMIT_DATA/RLIMIT_NPROC stand-ins (before, explain listed "data
 # (memory fallback)" for a cgroup it planned). Compared with what a real run recorded.
