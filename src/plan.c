@@ -1931,7 +1931,9 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	    (r = resolve_list(cfg, cfg->fs_write, cfg->n_write, (char ***)&q->write, &q->n_write,
 	                      true, "filesystem.write", err)) < 0 ||
 	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
-	                      "filesystem.deny", err)) < 0)
+	                      "filesystem.deny", err)) < 0 ||
+	    /* (only where the hiding is enforced: mode none hides nothing) */
+	    ((L->mountns || L->landlock) && (r = policy_check_cwd(cfg, err)) < 0))
 		return r;
 	bool held = !L->dry_run && linger_hold();
 	r = plan_protected_set(L, err);

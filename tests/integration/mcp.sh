@@ -1419,6 +1419,37 @@ s.close()
 PY
 }
 
+# A cwd inside a tree the server hides is a tool error naming the cwd and the rule, for every
+# tool that takes a cwd, before anything runs (it used to run, and fail with EACCES).
+test_mcp_cwd_inside_hidden_tree_refused() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+ws = os.path.realpath(os.environ["WS"])
+os.makedirs(ws + "/secrets/sub")
+os.makedirs(ws + "/src")
+s = M.Server(M.corral_argv(["-w", ws, "--hide", "secrets", "--audit", "off"]))
+s.initialize()
+calls = [("run_command", {"command": "touch %s/src/ran-1" % ws, "cwd": "secrets"}, "secrets"),
+         ("run_command", {"argv": ["touch", ws + "/src/ran-2"], "cwd": "secrets/sub"}, "secrets/sub"),
+         ("run_command", {"command": "touch %s/src/ran-3" % ws, "cwd": ws + "/secrets"}, "secrets"),
+         ("job_start", {"command": "touch %s/src/ran-4" % ws, "cwd": "secrets"}, "secrets"),
+         ("run_code", {"language": "python", "cwd": "secrets",
+                       "code": "open(%r, 'w').close()" % (ws + "/src/ran-6")}, "secrets"),
+         ("run_pipeline", {"stages": [["true"], ["touch", ws + "/src/ran-5"]], "cwd": "secrets/sub"},
+          "secrets/sub")]
+for tool, args, where in calls:
+    r = s.call(tool, args)
+    t = M.text_of(r)
+    assert r["isError"] and "structuredContent" not in r, (tool, r)
+    assert ("cwd: %s/%s is inside %s/secrets, which the hide rule 'secrets'" % (ws, where, ws)) in t, (tool, t)
+assert os.listdir(ws + "/src") == [], os.listdir(ws + "/src")
+# control: beside the hidden tree
+r = s.call("run_command", {"command": "pwd", "cwd": "src"})
+assert r["structuredContent"]["stdout"] == ws + "/src\n", r
+assert s.close() == 0
+PY
+}
+
 test_mcp_profile_file_and_bad_profiles() {
 	mkdir -p "$WS/prof"
 	cat >"$WS/prof/mcp-profile.json" <<'JSON'
