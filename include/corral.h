@@ -496,6 +496,9 @@ struct corral_job_output {
 	const char *redaction_mode;      /* "redact", "flag" or "off" (static) */
 };
 /* Output after offset since, at most max_bytes of it (0: no limit), and the job's state. A
+ * since before the ring's oldest byte reads from that byte (missed counts the rest); a since
+ * past total_bytes reads nothing from the end (from_offset says so; the MCP server refuses
+ * such an offset). A
  * page cut at max_bytes ends between UTF-8 characters: up to 3 bytes short of max_bytes, or,
  * when its first character is longer than max_bytes, that character whole (up to 4 bytes). */
 CORRAL_API int corral_job_read(corral_job *j, uint64_t since, size_t max_bytes,

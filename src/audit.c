@@ -32,7 +32,10 @@
 #define STRINGIFY_(x) #x
 #define stringify(x) STRINGIFY_(x)
 #define GENESIS_HASH "0000000000000000000000000000000000000000000000000000000000000000"
+/* The fix that points at another store, in the flags of the command at hand: a writer's
+ * (corral run, corral mcp, ...) --audit, a reader's (corral audit) --db. */
 #define FIX_OTHER_STORE "or record elsewhere with --audit PATH, or not at all with --audit off"
+#define FIX_OTHER_STORE_READER "or name another store with --db PATH"
 
 /* Public entry points accept err == NULL; below them err always points to a record. */
 #define ERR_OR_LOCAL(err)                                                                          \
@@ -63,6 +66,7 @@ struct audit {
 	struct chain_state head;
 	bool head_known;
 	const char *missing; /* a table of the schema that is not there (dropped), or NULL */
+	bool reader;         /* opened by audit_open_existing: messages name --db, not --audit */
 	/* the write path's statements, prepared once per handle (a server writes one record
 	 * per call: preparing five statements each time was a fifth of the record's cost) */
 	struct {
@@ -181,10 +185,15 @@ static struct val column_val(sqlite3_stmt *st, int col)
 
 /* ---- errors --------------------------------------------------------------------------- */
 
-/* Fill err for a failed SQLite call on the store: what, on which path, why, and the fix. */
-static int store_error(const char *path, sqlite3 *db, int rc, const char *what,
-                       struct corral_error *err)
+static const char *fix_other_store(const struct audit *a)
 {
+	return a->reader ? FIX_OTHER_STORE_READER : FIX_OTHER_STORE;
+}
+
+/* Fill err for a failed SQLite call on the store: what, on which path, why, and the fix. */
+static int store_error(const struct audit *a, int rc, const char *what, struct corral_error *err)
+{
+	sqlite3 *db = a->db;
 	int prim = rc & 0xff;
 	int sys = db ? sqlite3_system_errno(db) : 0;
 	const char *msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
@@ -200,28 +209,27 @@ static int store_error(const char *path, sqlite3 *db, int rc, const char *what,
 	case SQLITE_LOCKED:
 		code = CORRAL_EAGAIN;
 		fix = "another process holds it locked (waited " stringify(
-		    AUDIT_BUSY_TIMEOUT_MS) " ms); retry, " FIX_OTHER_STORE;
+		    AUDIT_BUSY_TIMEOUT_MS) " ms); retry";
 		break;
 	case SQLITE_NOMEM:
 		code = CORRAL_ENOMEM;
-		fix = "free memory, " FIX_OTHER_STORE;
+		fix = "free memory";
 		break;
 	case SQLITE_FULL:
-		fix = "free disk space or prune it ('corral audit prune'), " FIX_OTHER_STORE;
+		fix = "free disk space or prune it ('corral audit prune')";
 		break;
 	case SQLITE_CORRUPT:
 	case SQLITE_NOTADB:
-		fix = "it is damaged or not a corral audit store; move it aside, " FIX_OTHER_STORE;
+		fix = "it is damaged or not a corral audit store; move it aside";
 		break;
 	default:
-		fix =
-		    prim == SQLITE_ERROR && !strncmp(msg, "no such table", 13)
-		        ? "a table was dropped outside corral: the store is damaged ('corral "
-		          "audit verify' reports it); move it aside, " FIX_OTHER_STORE
-		        : "make the file and its directory writable by this user, " FIX_OTHER_STORE;
+		fix = prim == SQLITE_ERROR && !strncmp(msg, "no such table", 13)
+		          ? "a table was dropped outside corral: the store is damaged ('corral "
+		            "audit verify' reports it); move it aside"
+		          : "make the file and its directory writable by this user";
 	}
-	return corral_set_error(err, code, sys, "audit", "audit store %s: cannot %s: %s%s; %s",
-	                        path, what, msg, why, fix);
+	return corral_set_error(err, code, sys, "audit", "audit store %s: cannot %s: %s%s; %s, %s",
+	                        a->path, what, msg, why, fix, fix_other_store(a));
 }
 
 static int nomem(struct corral_error *err)
@@ -234,13 +242,13 @@ static int nomem(struct corral_error *err)
 static int exec_sql(struct audit *a, const char *sql, const char *what, struct corral_error *err)
 {
 	int rc = sqlite3_exec(a->db, sql, NULL, NULL, NULL);
-	return rc == SQLITE_OK ? 0 : store_error(a->path, a->db, rc, what, err);
+	return rc == SQLITE_OK ? 0 : store_error(a, rc, what, err);
 }
 
 static int prepare(struct audit *a, const char *sql, sqlite3_stmt **st, struct corral_error *err)
 {
 	int rc = sqlite3_prepare_v2(a->db, sql, -1, st, NULL);
-	return rc == SQLITE_OK ? 0 : store_error(a->path, a->db, rc, "read", err);
+	return rc == SQLITE_OK ? 0 : store_error(a, rc, "read", err);
 }
 
 /* A statement of the write path, from the handle's cache (prepared on first use, with
@@ -258,7 +266,7 @@ static int cached(struct audit *a, const char *sql, const char *what, sqlite3_st
 		}
 	int rc = sqlite3_prepare_v3(a->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL);
 	if (rc != SQLITE_OK)
-		return store_error(a->path, a->db, rc, what, err);
+		return store_error(a, rc, what, err);
 	if (i < AUDIT_STMT_CACHE && (a->cache[i].sql = strdup(sql)))
 		a->cache[i].st = *st;
 	return 0;
@@ -304,13 +312,13 @@ static int query_i64(struct audit *a, const char *sql, int64_t p1, int64_t dflt,
 		*out = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a, rc, "read", err);
 	return 0;
 }
 
 /* ---- opening -------------------------------------------------------------------------- */
 
-int audit_default_path(char **out, struct corral_error *err)
+int audit_default_path(char **out, bool reader, struct corral_error *err)
 {
 	ERR_OR_LOCAL(err);
 	const char *state = getenv("XDG_STATE_HOME");
@@ -325,8 +333,10 @@ int audit_default_path(char **out, struct corral_error *err)
 		return corral_set_error(
 		    err, CORRAL_EINVAL, 0, "audit",
 		    "audit: no default store: neither XDG_STATE_HOME nor HOME is "
-		    "an absolute path; set one, or give --audit PATH (or "
-		    "--audit off)");
+		    "an absolute path; set one, %s",
+		    reader ? "or give the store with --db PATH"
+		           : "or give the store with --audit PATH (or record nothing with "
+		             "--audit off)");
 	if (n < 0) {
 		*out = NULL;
 		return nomem(err);
@@ -399,8 +409,8 @@ static int check_store(struct audit *a, int64_t *version, struct corral_error *e
 		return corral_set_error(
 		    err, CORRAL_EINVAL, 0, "audit",
 		    "audit store %s has schema version %" PRId64
-		    ", newer than this corral supports (%d); upgrade corral, " FIX_OTHER_STORE,
-		    a->path, v, SCHEMA_VERSION);
+		    ", newer than this corral supports (%d); upgrade corral, %s",
+		    a->path, v, SCHEMA_VERSION, fix_other_store(a));
 	/* Version 0 is a new (empty) file, or some other database: never add tables to one
 	 * that holds tables of its own (--audit pointed at the wrong file). */
 	int64_t foreign = 0;
@@ -412,8 +422,8 @@ static int check_store(struct audit *a, int64_t *version, struct corral_error *e
 	if (foreign)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
 		                        "audit store %s: the file is a database with other tables, "
-		                        "not a corral audit store; " FIX_OTHER_STORE,
-		                        a->path);
+		                        "not a corral audit store; %s",
+		                        a->path, fix_other_store(a));
 	return 0;
 }
 
@@ -547,7 +557,7 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	*out = NULL;
 	autofree char *dflt = NULL;
 	if (!path) {
-		if (audit_default_path(&dflt, err) < 0)
+		if (audit_default_path(&dflt, !create, err) < 0)
 			return err->code;
 		path = dflt;
 	}
@@ -580,11 +590,12 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 		free(a);
 		return nomem(err);
 	}
+	a->reader = !create;
 	a->max_age_ms = AUDIT_DEFAULT_MAX_AGE_MS;
 	a->max_rows = AUDIT_DEFAULT_MAX_ROWS;
 	int rc = sqlite3_open_v2(path, &a->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_EXRESCODE, NULL);
 	if (rc != SQLITE_OK) {
-		store_error(path, a->db, rc, "open", err);
+		store_error(a, rc, "open", err);
 		audit_close(a);
 		return err->code;
 	}
@@ -618,7 +629,7 @@ static int open_store(const char *path, bool create, struct audit **out, struct 
 	bool wal = mode && !strcmp(mode, "wal");
 	sqlite3_finalize(st);
 	if (!wal) {
-		store_error(path, a->db, rc == SQLITE_ROW ? SQLITE_READONLY : rc,
+		store_error(a, rc == SQLITE_ROW ? SQLITE_READONLY : rc,
 		            "open it for writing (WAL mode)", err);
 		audit_close(a);
 		return err->code;
@@ -686,7 +697,9 @@ uint64_t audit_missed(const struct audit *a)
 
 /* ---- writing -------------------------------------------------------------------------- */
 
-static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
+/* The chain's head and anchor: 1 when read, 0 when the table has no row (it was deleted
+ * outside corral), or an error (the store could not be read). */
+static int chain_query(struct audit *a, struct chain_state *c, struct corral_error *err)
 {
 	sqlite3_stmt *st;
 	if (cached(a, "SELECT head_seq, head_hash, anchor_seq, anchor_hash FROM chain WHERE k = 1",
@@ -702,15 +715,24 @@ static int chain_read(struct audit *a, struct chain_state *c, struct corral_erro
 		         (const char *)sqlite3_column_text(st, 3) ?: "");
 	}
 	done(a, st);
-	if (rc == SQLITE_ROW)
-		return 0;
-	if (rc == SQLITE_DONE)
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		return rc == SQLITE_ROW;
+	return store_error(a, rc, "read the chain head", err);
+}
+
+#define HEAD_ROW_MISSING "the chain head row is missing (deleted outside corral)"
+
+/* The chain's head and anchor, which writing and pruning need: a missing row is an error. */
+static int chain_read(struct audit *a, struct chain_state *c, struct corral_error *err)
+{
+	int r = chain_query(a, c, err);
+	if (r == 0)
 		return corral_set_error(err, CORRAL_EINVAL, 0, "audit",
-		                        "audit store %s: the chain head row is missing (the store "
-		                        "was edited outside corral); 'corral audit verify' cannot "
-		                        "vouch for it; move it aside, " FIX_OTHER_STORE,
-		                        a->path);
-	return store_error(a->path, a->db, rc, "read the chain head", err);
+		                        "audit store %s: " HEAD_ROW_MISSING
+		                        ": the store is damaged and is not written to; 'corral "
+		                        "audit verify' reports it; move it aside, %s",
+		                        a->path, fix_other_store(a));
+	return r < 0 ? r : 0;
 }
 
 /* The chain's head in a write transaction: read at its first use (the transaction holds the
@@ -754,7 +776,7 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	sqlite3_bind_text(st, (int)t->n + 1, hash, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
-		store_error(a->path, a->db, rc, "write", err);
+		store_error(a, rc, "write", err);
 	done(a, st);
 	if (rc != SQLITE_DONE)
 		return err->code;
@@ -766,7 +788,7 @@ static int chain_append(struct audit *a, const struct table *t, struct val *v,
 	sqlite3_bind_text(st, 2, hash, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
-		store_error(a->path, a->db, rc, "write", err);
+		store_error(a, rc, "write", err);
 	done(a, st);
 	if (rc != SQLITE_DONE)
 		return err->code;
@@ -802,7 +824,7 @@ static int write_begin(struct audit *a, struct corral_error *err)
 	a->head_known = false; /* what another process wrote since is read anew */
 	int rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		store_error(a->path, a->db, rc, "record", err);
+		store_error(a, rc, "record", err);
 		a->missed++;
 		snprintf(a->missed_error, sizeof(a->missed_error), "%s", err->message);
 		return err->code ? err->code : CORRAL_ESYS;
@@ -834,7 +856,7 @@ static int write_commit(struct audit *a, int64_t seq_before, struct corral_error
 {
 	int rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
-		store_error(a->path, a->db, rc, "record", err);
+		store_error(a, rc, "record", err);
 		return write_failed(a, err);
 	}
 	a->missed = 0;
@@ -1285,7 +1307,7 @@ static int chain_walk(struct audit *a, const struct chain_state *c, int64_t upto
 	sqlite3_finalize(sx);
 	sqlite3_finalize(se);
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a, rc, "read", err);
 	return 0;
 }
 
@@ -1309,10 +1331,15 @@ int audit_verify(struct audit *a, char **report_json, struct corral_error *err)
 			rc = nomem(err);
 		else if (strcmp(a->missing, "chain") && chain_read(a, &c, &ignored) < 0)
 			memset(&c, 0, sizeof(c));
-	} else {
-		rc = chain_read(a, &c, err);
-		if (rc == 0)
-			rc = chain_walk(a, &c, INT64_MAX, &w, err);
+	} else if ((rc = chain_query(a, &c, err)) == 0) {
+		/* tampering, not an unreadable store: a finding, like a dropped table */
+		w.bad = json_pack("{s:s,s:s}", "table", "chain", "reason",
+		                  HEAD_ROW_MISSING "; the head and the anchor it held are unknown, "
+		                                   "so the rows cannot be checked against them");
+		if (!w.bad)
+			rc = nomem(err);
+	} else if (rc == 1) {
+		rc = chain_walk(a, &c, INT64_MAX, &w, err);
 	}
 	sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (rc < 0)
@@ -1421,7 +1448,7 @@ static int prune_locked(struct audit *a, int64_t max_age_ms, int64_t max_rows,
 		int rc = sqlite3_step(st);
 		sqlite3_finalize(st);
 		if (rc != SQLITE_DONE)
-			return store_error(a->path, a->db, rc, "prune", err);
+			return store_error(a, rc, "prune", err);
 		deleted += sqlite3_changes(a->db);
 	}
 	sqlite3_stmt *st;
@@ -1437,7 +1464,7 @@ static int prune_locked(struct audit *a, int64_t max_age_ms, int64_t max_rows,
 	int rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE)
-		return store_error(a->path, a->db, rc, "prune", err);
+		return store_error(a, rc, "prune", err);
 	return (int)(deleted > INT_MAX ? INT_MAX : deleted);
 }
 
@@ -1446,7 +1473,7 @@ int audit_prune(struct audit *a, int64_t max_age_ms, int64_t max_rows, struct co
 	ERR_OR_LOCAL(err);
 	int rc = sqlite3_exec(a->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
-		return store_error(a->path, a->db, rc, "prune", err);
+		return store_error(a, rc, "prune", err);
 	int n = prune_locked(a, max_age_ms, max_rows, err);
 	if (n < 0) {
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
@@ -1455,7 +1482,7 @@ int audit_prune(struct audit *a, int64_t max_age_ms, int64_t max_rows, struct co
 	rc = sqlite3_exec(a->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
-		return store_error(a->path, a->db, rc, "prune", err);
+		return store_error(a, rc, "prune", err);
 	}
 	wal_checkpoint(a);
 	return n;
@@ -1555,7 +1582,7 @@ int audit_list(struct audit *a, const struct audit_filter *f, json_t **out,
 		return nomem(err);
 	if (rc != SQLITE_DONE) {
 		json_decref(arr);
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a, rc, "read", err);
 	}
 	*out = arr;
 	return 0;
@@ -1583,7 +1610,7 @@ static int rows_json(struct audit *a, const char *sql, const char *param, bool f
 		return nomem(err);
 	if (rc != SQLITE_DONE) {
 		json_decref(arr);
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a, rc, "read", err);
 	}
 	*out = arr;
 	return 0;
@@ -1682,7 +1709,7 @@ int audit_export(struct audit *a, audit_line_fn line, void *ud, struct corral_er
 	if (stop)
 		return stop;
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return store_error(a->path, a->db, rc, "read", err);
+		return store_error(a, rc, "read", err);
 	return 0;
 }
 
@@ -1702,8 +1729,7 @@ static int percentile(struct audit *a, const struct audit_filter *f, int64_t n, 
 	int rc = sqlite3_step(st);
 	*out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 	sqlite3_finalize(st);
-	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
-	                                             : store_error(a->path, a->db, rc, "read", err);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : store_error(a, rc, "read", err);
 }
 
 /* "SELECT key, count" rows into an object. */
@@ -1719,7 +1745,7 @@ static int counts_json(struct audit *a, const char *sql, const struct audit_filt
 		json_object_set_new(o, (const char *)sqlite3_column_text(st, 0) ?: "",
 		                    json_integer(sqlite3_column_int64(st, 1)));
 	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? 0 : store_error(a->path, a->db, rc, "read", err);
+	return rc == SQLITE_DONE ? 0 : store_error(a, rc, "read", err);
 }
 
 int audit_stats(struct audit *a, const struct audit_filter *f, json_t **out,
@@ -1749,7 +1775,7 @@ int audit_stats(struct audit *a, const struct audit_filter *f, json_t **out,
 	sqlite3_finalize(st);
 	int64_t p50 = 0, p95 = 0;
 	json_t *by_kind = json_object(), *events = json_object();
-	int r = rc == SQLITE_ROW ? 0 : store_error(a->path, a->db, rc, "read", err);
+	int r = rc == SQLITE_ROW ? 0 : store_error(a, rc, "read", err);
 	if (r == 0 && n > 0)
 		r = percentile(a, f, n, 0.50, &p50, err);
 	if (r == 0 && n > 0)

@@ -4,7 +4,9 @@
  * Writes must never fail a run: every function returns an error that callers report as a
  * warning. The store is opened with a short busy timeout (200 ms), so a locked or read-only
  * store costs a run at most that long, and every message names the store's path and the fix
- * ("--audit PATH" for another store, "--audit off" for none).
+ * in the flags of the command at hand: for a writer "--audit PATH" for another store and
+ * "--audit off" for none, for a reader (audit_open_existing: `corral audit`) "--db PATH".
+ * Every message starts with "audit store PATH" or "audit:", so callers print it as it is.
  *
  * The library rule holds: nothing here prints or exits. */
 #ifndef CORRAL_AUDIT_H
@@ -26,8 +28,9 @@ struct audit;
 #define AUDIT_BUSY_TIMEOUT_MS 200
 
 /* The default store path: $XDG_STATE_HOME/corral/audit.db, else
- * $HOME/.local/state/corral/audit.db. *out is malloc'ed. */
-int audit_default_path(char **out, struct corral_error *err);
+ * $HOME/.local/state/corral/audit.db. *out is malloc'ed. reader: the caller is a reader
+ * (`corral audit`), whose flag for another store is --db, not a writer's --audit. */
+int audit_default_path(char **out, bool reader, struct corral_error *err);
 
 /* For a long-running process that forks sandboxes while it writes the store (the MCP
  * server): SQLite's page cache goes into memory of its own that fork children do not
@@ -42,7 +45,7 @@ bool audit_use_nofork_pagecache(void);
  * the default path when path is NULL; set up WAL mode and the schema. Borrows path. */
 int audit_open(const char *path, struct audit **out, struct corral_error *err);
 /* The same for readers (the `corral audit` queries): fails with CORRAL_ENOTFOUND when the
- * store does not exist instead of creating it. */
+ * store does not exist instead of creating it; its messages name --db PATH, not --audit. */
 int audit_open_existing(const char *path, struct audit **out, struct corral_error *err);
 void audit_close(struct audit *a);
 /* The store's path (owned by the handle). */

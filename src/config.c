@@ -3,9 +3,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #define MAX_ARGS 4096
 #define MAX_ARG_BYTES (1u << 20)
@@ -229,6 +231,59 @@ int corral_config_set_shell(corral_config *cfg, const char *command, struct corr
 	return 0;
 }
 
+static bool path_inside(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
+}
+
+/* The kernel's interface file systems, by name (NULL for any other). A workspace is bound
+ * read-write into the sandbox at its host path: one of these would hand the sandbox the host
+ * kernel's settings, which it otherwise never sees (it gets a /proc of its own and no /sys). */
+static const char *kernel_fs_name(unsigned long type)
+{
+	switch (type) {
+	case PROC_SUPER_MAGIC:
+		return "proc";
+	case SYSFS_MAGIC:
+		return "sysfs";
+	case DEBUGFS_MAGIC:
+		return "debugfs";
+	case TRACEFS_MAGIC:
+		return "tracefs";
+	case SECURITYFS_MAGIC:
+		return "securityfs";
+	case CGROUP_SUPER_MAGIC:
+		return "cgroup";
+	case CGROUP2_SUPER_MAGIC:
+		return "cgroup2";
+	case BPF_FS_MAGIC:
+		return "bpf";
+	case PSTOREFS_MAGIC:
+		return "pstore";
+	case EFIVARFS_MAGIC:
+		return "efivarfs";
+	case BINFMTFS_MAGIC:
+		return "binfmt_misc";
+	case DEVPTS_SUPER_MAGIC:
+		return "devpts";
+	case SELINUX_MAGIC:
+		return "selinuxfs";
+	case SMACK_MAGIC:
+		return "smackfs";
+	case NSFS_MAGIC:
+		return "nsfs";
+	case 0x62656570UL: /* configfs */
+		return "configfs";
+	case 0x65735543UL: /* fusectl */
+		return "fusectl";
+	case 0x19800202UL: /* mqueue */
+		return "mqueue";
+	default:
+		return NULL;
+	}
+}
+
 /* Both checks are advisory (the child resolves again without symlinks); they exist to give a
  * clear error before anything is built. */
 int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corral_error *err)
@@ -274,15 +329,29 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 		                        "workspace: / cannot be the workspace (it would expose the "
 		                        "whole host read-write); pass a project directory");
 	}
+	/* by its file system, wherever it is mounted, and by its place (/sys/fs/cgroup is
+	 * a tmpfs with the cgroup trees beneath) */
+	struct statfs sf;
+	const char *kfs = statfs(real, &sf) == 0 ? kernel_fs_name((unsigned long)sf.f_type) : NULL;
+	const char *under = path_inside(real, "/proc")  ? "/proc"
+	                    : path_inside(real, "/sys") ? "/sys"
+	                                                : NULL;
+	if (kfs || under) {
+		bool moved = strcmp(dir, real) != 0;
+		corral_set_error(
+		    err, CORRAL_EINVAL, 0, "workspace",
+		    "workspace: %s%s%s%s is %s %s, the host kernel's interface, not a "
+		    "directory of files: the workspace is mounted read-write into the "
+		    "sandbox, which could then change the kernel's settings (a sandbox "
+		    "gets a /proc of its own and no /sys); pass a project directory",
+		    dir, moved ? " (" : "", moved ? real : "", moved ? ")" : "",
+		    kfs ? "on" : "under", kfs ? kfs : under);
+		free(real);
+		return CORRAL_EINVAL;
+	}
 	free(cfg->workspace);
 	cfg->workspace = real;
 	return 0;
-}
-
-static bool path_inside(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
 }
 
 int corral_config_set_cwd(corral_config *cfg, const char *dir, struct corral_error *err)

@@ -332,6 +332,11 @@ int policy_decide_exec(const struct corral_config *cfg, const char *prog, struct
 /* Before anything is built: the command decision and argument path confinement. Returns
  * CORRAL_EDENIED with a message naming the rule. */
 int policy_preflight(const struct corral_config *cfg, struct corral_error *err);
+/* The working directory (the cwd, else the workspace) inside a tree the policy hides
+ * (filesystem.deny, --hide): CORRAL_EINVAL with a message naming it and the rule, else 0. The
+ * deny paths resolve as the mount plan resolves them (inside the workspace without following
+ * symlinks). The caller decides whether hiding is enforced (mode none hides nothing). */
+int policy_check_cwd(const struct corral_config *cfg, struct corral_error *err);
 /* Files that get Landlock's execute right under a command allow-list. */
 int policy_exec_files(const struct corral_config *cfg, char ***files, size_t *n,
                       struct corral_error *err);

@@ -807,6 +807,24 @@ static int uninspectable(struct corral_error *err, const char *path, int e)
 	                        path, strerror(e));
 }
 
+/* The same for the directory a missing protected path's placeholder goes into (the workspace
+ * itself, or a directory in it): that directory is not the protected path, and the message
+ * says which is which. */
+static int parent_unusable(struct corral_error *err, const char *path, const char *parent,
+                           const char *origin, bool write, int e)
+{
+	return corral_set_error(err, CORRAL_EDENIED, e, "policy",
+	                        "policy: cannot make the placeholder for the protected path %s: "
+	                        "its directory %s cannot be %s (%s)%s; restore the directory's "
+	                        "permissions (chmod u+rwx %s; an earlier sandboxed run may have "
+	                        "changed them) or take %s off the protected list",
+	                        path, parent, write ? "written" : "inspected", strerror(e),
+	                        write ? ", yet this user owns it, so a sandboxed run could change "
+	                                "that back and make the path itself"
+	                              : "",
+	                        parent, origin);
+}
+
 /* lstat of a missing protected path's parent, remembered for the next name in the same
  * directory: 0 with *st, or the errno. */
 static int parent_lstat(struct launch *L, const char *parent, struct stat *st)
@@ -861,7 +879,9 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			struct stat pst;
 			int pe = parent_lstat(L, parent, &pst);
 			if (pe)
-				return absent_errno(pe) ? 0 : uninspectable(err, parent, pe);
+				return absent_errno(pe)
+				           ? 0
+				           : parent_unusable(err, path, parent, origin, false, pe);
 			if (!S_ISDIR(pst.st_mode))
 				return 0;
 			if (L->dry_run || L->ph_defer) {
@@ -871,7 +891,8 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 				int ae = L->key_only || L->ph_defer ? parent_access(L) : 0;
 				if (ae) {
 					if ((ae == EACCES || ae == EPERM) && pst.st_uid == geteuid())
-						return uninspectable(err, parent, ae);
+						return parent_unusable(err, path, parent, origin,
+						                       true, ae);
 					return 0;
 				}
 				if (L->ph_defer ? note_pending(L, path, is_dir, how, origin) < 0
@@ -900,7 +921,7 @@ static int protect_one(struct launch *L, const char *path, bool is_dir, int how,
 			if (r < 0 && errno != EEXIST) {
 				int e = errno;
 				if ((e == EACCES || e == EPERM) && pst.st_uid == geteuid())
-					return uninspectable(err, parent, e);
+					return parent_unusable(err, path, parent, origin, true, e);
 				if (e == EACCES || e == EPERM || e == EROFS)
 					return 0;
 				return corral_set_error(err, CORRAL_ESYS, e, "policy",
@@ -1910,7 +1931,9 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	    (r = resolve_list(cfg, cfg->fs_write, cfg->n_write, (char ***)&q->write, &q->n_write,
 	                      true, "filesystem.write", err)) < 0 ||
 	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
-	                      "filesystem.deny", err)) < 0)
+	                      "filesystem.deny", err)) < 0 ||
+	    /* (only where the hiding is enforced: mode none hides nothing) */
+	    ((L->mountns || L->landlock) && (r = policy_check_cwd(cfg, err)) < 0))
 		return r;
 	bool held = !L->dry_run && linger_hold();
 	r = plan_protected_set(L, err);

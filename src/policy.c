@@ -742,6 +742,35 @@ static int check_arg_paths(const struct corral_config *cfg, struct corral_error 
 	return 0;
 }
 
+/* A working directory inside a hidden tree would start the command in an empty directory
+ * it cannot use (EACCES at its first look): refused before anything is built. */
+int policy_check_cwd(const struct corral_config *cfg, struct corral_error *err)
+{
+	const char *cwd = cfg->cwd ? cfg->cwd : cfg->workspace;
+	if (!cwd)
+		return 0;
+	for (size_t i = 0; i < cfg->n_deny; i++) {
+		char res[PATH_MAX];
+		if (policy_lexical_path(cfg, cfg->fs_deny[i], res, NULL) < 0)
+			continue; /* the plan names that rule's own error */
+		if (!path_within(res, cfg->workspace))
+			resolve_existing(
+			    res); /* outside: the caller's host path, symlinks and all */
+		if (!path_within(cwd, res))
+			continue;
+		bool given = cfg->cwd && strcmp(cfg->cwd, cfg->workspace) != 0;
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, "cwd",
+		    "cwd: %s%s is inside %s, which the hide rule '%s' (--hide, filesystem.deny) "
+		    "hides from the sandbox, so the command could not use it; %s",
+		    given ? "" : "the workspace ", cwd, res, cfg->fs_deny[i],
+		    given ? "give a working directory outside the hidden tree, or take that rule "
+		            "off the hide list"
+		          : "take that rule off the hide list, or give a workspace outside it");
+	}
+	return 0;
+}
+
 int policy_preflight(const struct corral_config *cfg, struct corral_error *err)
 {
 	struct exec_decision d;

@@ -550,7 +550,7 @@ int cmd_audit(int argc, char **argv)
 	struct corral_error err = {0};
 	if (!strcmp(o.sub, "path")) {
 		char *p = NULL;
-		if (!o.db && audit_default_path(&p, &err) < 0) {
+		if (!o.db && audit_default_path(&p, true, &err) < 0) {
 			cli_error("%s", err.message);
 			return EXIT_CORRAL_FAILED;
 		}

@@ -227,10 +227,10 @@ static void pipeline_audit(const corral_config *cfg, const struct run_opts *o,
 		rc = audit_record_run(a, &r, &err);
 		corral_result_free(sum);
 	} else if (rc == 0) {
-		rc = corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "audit", "out of memory");
+		rc = corral_set_error(&err, CORRAL_ENOMEM, ENOMEM, "audit", "audit: out of memory");
 	}
 	if (rc < 0)
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+		cli_error("%s (the run itself is not affected)", err.message);
 	audit_close(a);
 }
 

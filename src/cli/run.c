@@ -36,7 +36,8 @@ void usage_run(FILE *f)
 	    "                         a failed stage stops the others; -t covers the whole\n"
 	    "                         pipeline. Not with -c or a COMMAND\n"
 	    "  -w, --workspace DIR    the read-write workspace (default: current directory)\n"
-	    "  -C, --cwd DIR          working directory inside the workspace (default: workspace)\n"
+	    "  -C, --cwd DIR          working directory inside the workspace, not in a --hide\n"
+	    "                         tree (default: workspace)\n"
 	    "  -t, --timeout DUR      wall-clock timeout (default 60s; 0 = none); DUR is 30, 1.5,\n"
 	    "                         250ms, 2m or 1h\n"
 	    "      --kill-after DUR   grace between SIGTERM and SIGKILL on timeout (default 2s)\n"
@@ -600,7 +601,7 @@ struct audit *run_audit_open(const struct run_opts *o)
 	struct corral_error err = {0};
 	struct audit *a = NULL;
 	if (audit_open(o->audit, &a, &err) < 0) {
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+		cli_error("%s (the run itself is not affected)", err.message);
 		return NULL;
 	}
 	if (o->audit_max_age_set || o->audit_max_rows_set)
@@ -645,7 +646,7 @@ void run_audit_to(struct audit *a, const corral_config *cfg, const struct run_op
 	    .redactions = res->redactions,
 	};
 	if (audit_record_run(a, &r, &err) < 0)
-		cli_error("audit: %s (the run itself is not affected)", err.message);
+		cli_error("%s (the run itself is not affected)", err.message);
 	free(viol);
 	audit_close(a);
 }

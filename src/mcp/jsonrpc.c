@@ -66,6 +66,9 @@ static void shrink(struct jr_framer *f)
 	}
 }
 
+/* The limit counts the message, not its terminator: a line's length is its bytes before the
+ * "\n" less one "\r" just before it (mcp.h). A line that so far ends with "\r" may be one byte
+ * over, since that "\r" may turn out to be the terminator's; the next byte settles it. */
 int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb cb, void *ud)
 {
 	int rc = 0;
@@ -73,19 +76,21 @@ int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb c
 		const char *nl = memchr(buf, '\n', n);
 		size_t seg = nl ? (size_t)(nl - buf) : n;
 		size_t step = nl ? seg + 1 : n;
+		bool cr = seg ? buf[seg - 1] == '\r' : f->cr; /* the line so far ends with "\r" */
+		f->cr = nl ? false : cr;
 		if (f->discarding) {
 			f->dropped += seg;
 			if (nl) {
 				f->discarding = false;
-				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped - cr);
 			}
-		} else if (f->len + seg > f->max) {
+		} else if (f->len + seg > f->max + cr) {
 			/* Too long: drop what we have and the rest of the line. */
 			f->dropped = f->len + seg;
 			f->len = 0;
 			shrink(f);
 			if (nl)
-				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped - cr);
 			else
 				f->discarding = true;
 		} else if (nl && f->len == 0) {
@@ -96,7 +101,7 @@ int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb c
 			shrink(f);
 			rc = -1;
 			if (nl)
-				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+				cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped - cr);
 			else
 				f->discarding = true;
 		} else if (nl) {
@@ -114,14 +119,16 @@ int jr_framer_feed(struct jr_framer *f, const char *buf, size_t n, jr_frame_cb c
 
 void jr_framer_eof(struct jr_framer *f, jr_frame_cb cb, void *ud)
 {
+	/* A final "\r" is stripped as a terminator's would be, so it is not counted either. */
 	if (f->discarding) {
 		f->discarding = false;
-		cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped);
+		cb(ud, JR_FRAME_TOOLONG, NULL, (size_t)f->dropped - f->cr);
 	} else if (f->len) {
 		size_t len = f->len;
 		f->len = 0;
 		emit_line(f->buf, len, cb, ud);
 	}
+	f->cr = false;
 	jr_framer_free(f);
 }
 

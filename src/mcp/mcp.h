@@ -38,9 +38,10 @@ enum {
 
 /* ---- framing (jsonrpc.c, pure) -------------------------------------------------------- */
 
-/* Newline-delimited messages with a size cap. A line longer than max is dropped up to its
- * newline and reported once as JR_FRAME_TOOLONG with its total length. A trailing "\r" is
- * stripped; empty lines are skipped. */
+/* Newline-delimited messages with a size cap. A line's length is its bytes before the "\n",
+ * less a "\r" just before it (the terminator may be "\r\n"; the "\r" is stripped). A line
+ * longer than max is dropped up to its newline and reported once as JR_FRAME_TOOLONG with that
+ * length. Empty lines are skipped. */
 enum jr_frame_kind { JR_FRAME_LINE, JR_FRAME_TOOLONG };
 typedef void (*jr_frame_cb)(void *ud, enum jr_frame_kind kind, const char *line, size_t len);
 
@@ -50,6 +51,7 @@ struct jr_framer {
 	size_t max;
 	bool discarding;  /* inside an over-long line */
 	uint64_t dropped; /* its length so far */
+	bool cr;          /* the line so far ends with "\r" (maybe the terminator's) */
 };
 
 void jr_framer_init(struct jr_framer *f, size_t max);

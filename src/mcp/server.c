@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <malloc.h>
 #include <poll.h>
@@ -377,7 +378,7 @@ static int64_t wall_ms(void)
 static void audit_failed(struct server *s, const struct corral_error *err)
 {
 	if (s->audit_failed++ == 0)
-		logmsg("audit: %s (calls are not affected; further audit errors are only counted)",
+		logmsg("%s (calls are not affected; further audit errors are only counted)",
 		       err->message);
 	if (++s->audit_fails_in_row >= AUDIT_FAILS_BEFORE_PAUSE) {
 		s->audit_fails_in_row = 0;
@@ -690,8 +691,7 @@ static void audit_start(struct server *s)
 	audit_use_nofork_pagecache();
 	struct corral_error err = {0};
 	if (audit_open(s->o->audit_path, &s->audit, &err) < 0) {
-		logmsg("audit: %s (serving without an audit record; calls are not affected)",
-		       err.message);
+		logmsg("%s (serving without an audit record; calls are not affected)", err.message);
 		s->audit = NULL;
 		return;
 	}
@@ -2201,6 +2201,20 @@ static void stateful_call(struct server *s, const json_t *id, const json_t *toke
 			json_decref(v);
 			r->result = answer_error(
 			    "%s", v ? err.message : "job_output: out of memory reading the job");
+			break;
+		}
+		/* An offset past the end was never a next_offset of this job's (the end only
+		 * grows): a client's mistake, said as such rather than read from the end. */
+		if (since > o.total_bytes) {
+			json_decref(v);
+			uint64_t end = o.total_bytes;
+			corral_job_output_free(&o);
+			r->result = answer_error(
+			    "invalid arguments for job_output: since_offset: %" PRIu64
+			    " is past the end of job %s's output, which is %" PRIu64
+			    " bytes so far (total_bytes); pass the next_offset of the previous "
+			    "job_output, or 0 for everything still held",
+			    since, jid, end);
 			break;
 		}
 		json_object_set_new(v, "stdout", json_bytes(o.stdout_buf, o.stdout_len));

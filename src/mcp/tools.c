@@ -379,7 +379,8 @@ static void add_common_props(json_t *props, const struct mcp_options *o)
 {
 	json_object_set_new(props, "cwd",
 	                    prop("string", "Working directory: relative to the workspace, or an "
-	                                   "absolute path inside it. Default: the workspace."));
+	                                   "absolute path inside it, outside what the policy "
+	                                   "hides. Default: the workspace."));
 	char desc[256];
 	json_t *t;
 	if (o->timeout_ms) {
@@ -573,7 +574,8 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		                                   "its own."));
 		json_object_set_new(props, "cwd",
 		                    prop("string", "Working directory (without session): relative "
-		                                   "to the workspace, or absolute inside it."));
+		                                   "to the workspace, or absolute inside it, "
+		                                   "outside what the policy hides."));
 		json_object_set_new(schema, "required", json_pack("[s]", "command"));
 		snprintf(desc, sizeof(desc),
 		         "Start a sandboxed background job (a server, a long build) and return its "
@@ -589,7 +591,9 @@ static json_t *stateful_entry(const struct tool *t, const struct mcp_options *o,
 		json_object_set_new(
 		    props, "since_offset",
 		    int_prop("Return output after this offset: 0 for everything "
-		             "still held, else the next_offset of the previous call.",
+		             "still held, else the next_offset of the previous call. "
+		             "An offset past the end of the output (total_bytes) is an "
+		             "error.",
 		             0));
 		json_object_set_new(
 		    props, "max_bytes",
@@ -886,6 +890,10 @@ static int apply_common(const struct mcp_options *o, const json_t *args, struct 
 	if (get_cstring(args, "cwd", &cwd, why, n) < 0)
 		return -1;
 	if (cwd && corral_config_set_cwd(plan->cfg, cwd, &err) < 0)
+		return bad_field(why, n, "cwd", err.message);
+	/* a cwd the server's policy hides: the call's mistake, said as one (mode none hides
+	 * nothing, and the plan checks again wherever hiding is enforced) */
+	if (cwd && o->mode != CORRAL_MODE_NONE && policy_check_cwd(plan->cfg, &err) < 0)
 		return bad_field(why, n, "cwd", err.message);
 
 	plan->timeout_ms = o->timeout_ms;

@@ -529,7 +529,7 @@ await test('job_output_offsets_advance', async () => {
   assert.equal(err, 'err\n');
   assert.equal(out.total_bytes, got.length + err.length);
   assert.ok(calls >= 6, `only ${calls} job_output calls`);
-  // since_offset 0 reads everything still held; past the end reads nothing
+  // since_offset 0 reads everything still held; at the end reads nothing; past it is an error
   out = await ok(client, 'job_output', { job });
   assert.equal(out.stdout, got);
   assert.equal(out.from_offset, 0);
@@ -537,6 +537,9 @@ await test('job_output_offsets_advance', async () => {
   out = await ok(client, 'job_output', { job, since_offset: out.total_bytes });
   assert.equal(out.stdout + out.stderr, '');
   assert.equal(out.next_offset, out.total_bytes);
+  const past = await call(client, 'job_output', { job, since_offset: out.total_bytes + 1 });
+  assert.equal(past.isError, true);
+  assert.match(past.content[0].text, new RegExp(`since_offset: ${out.total_bytes + 1} is past the end of job ${job}'s output, which is ${out.total_bytes} bytes so far`));
   // job_kill on a finished job answers its state
   const k = await ok(client, 'job_kill', { job });
   assert.equal(k.running, false);

@@ -92,10 +92,11 @@ static void reference_frames(const char *s, size_t n, size_t max, struct frames 
 		const char *nl = memchr(s + start, '\n', n - start);
 		size_t len = nl ? (size_t)(nl - (s + start)) : n - start;
 		const char *line = s + start;
-		if (len > max) {
-			frames_add(out, JR_FRAME_TOOLONG, NULL, len);
+		/* the limit counts the message, not a "\r\n" terminator's "\r" */
+		size_t l = len && line[len - 1] == '\r' ? len - 1 : len;
+		if (l > max) {
+			frames_add(out, JR_FRAME_TOOLONG, NULL, l);
 		} else {
-			size_t l = len && line[len - 1] == '\r' ? len - 1 : len;
 			bool blank = true;
 			for (size_t i = 0; i < l; i++)
 				if (line[i] != ' ' && line[i] != '\t' && line[i] != '\r')

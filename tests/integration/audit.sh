@@ -294,6 +294,44 @@ test_audit_verify_missing_table() {
 	aud verify >/dev/null || fail "$(aud verify)"
 }
 
+# The chain table's row deleted (DELETE FROM chain) is tampering: verify names it (exit 1, a
+# finding naming the table), not "cannot vouch" (125 stays for a store it cannot read); a
+# writer refuses the store with one warning and appends nothing.
+test_audit_verify_chain_head_row_deleted() {
+	need_sqlite3
+	local db=$WS/audit.db out err rc
+	audit_tool "$db" bulk 3 >/dev/null || fail "bulk"
+	sqlite3 "$db" "DELETE FROM chain"
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM chain')" 0
+	out=$(aud verify 2>"$WS/err"); rc=$?
+	err=$(cat "$WS/err")
+	assert_eq "$rc" 1 "verify with the chain row deleted: $out $err"
+	assert_contains "$out" "audit store $db: TAMPERED: the chain head row is missing (deleted outside corral)"
+	assert_eq "$err" "" "verify's stderr"
+	out=$(aud verify --json); assert_eq $? 1
+	assert_eq "$(jget ok <<<"$out")" false
+	assert_eq "$(jget first_bad.table <<<"$out")" chain
+	assert_contains "$(jget first_bad.reason <<<"$out")" "the chain head row is missing"
+	# the other readers still read the rows
+	out=$(aud list --json) || fail "list: $out"
+	assert_eq "$(python3 -c 'import json,sys; print(len(json.load(sys.stdin)))' <<<"$out")" 3
+	# a run with that store runs, warns once, and records nothing
+	out=$("$CORRAL" run -w "$WS" --audit "$db" -- echo still-runs 2>"$WS/err"); rc=$?
+	err=$(cat "$WS/err")
+	assert_eq "$rc" 0 "corral run with the chain row deleted"
+	assert_eq "$out" still-runs
+	assert_eq "$(wc -l <"$WS/err")" 1 "stderr lines: $err"
+	assert_contains "$err" "the chain head row is missing"
+	assert_contains "$err" "'corral audit verify' reports it"
+	assert_eq "$(sqlite3 "$db" 'SELECT count(*) FROM executions')" 3 "rows after the run"
+	# control: a store verify cannot read is still 125, not a finding
+	chmod 0 "$db"
+	out=$(no_dac "$CORRAL" audit --db "$db" verify 2>&1); rc=$?
+	chmod 0600 "$db"
+	assert_eq "$rc" 125 "verify of an unreadable store: $out"
+	assert_not_contains "$out" "TAMPERED"
+}
+
 # Output that cannot be written (a full disk) is corral's failure: exit 125 and one line
 # naming the reason, whatever the subcommand's own status (verify's 1 included).
 test_audit_output_write_failure() {
@@ -643,6 +681,43 @@ test_audit_default_path() {
 	out=$("$CORRAL" audit --db "$WS/none/audit.db" list 2>&1); assert_eq $? 125
 	assert_contains "$out" "$WS/none/audit.db"
 	[ ! -e "$WS/none" ] || fail "a reader created the store"
+}
+
+# A message about the store says "audit" once, and its fix names the flag of the command at
+# hand: a writer's (corral run) --audit PATH / --audit off, a reader's (corral audit) --db PATH.
+test_audit_messages_name_the_flag_in_use() {
+	need_sqlite3
+	local out rc
+	echo garbage >"$WS/garbage.db"
+	# a writer: one warning, "audit store" once, its own flags
+	out=$("$CORRAL" run -w "$WS" --audit "$WS/garbage.db" -- true 2>&1); rc=$?
+	assert_eq "$rc" 0 "corral run: $out"
+	assert_eq "$out" "corral: audit store $WS/garbage.db: cannot read: file is not a database; it is damaged or not a corral audit store; move it aside, or record elsewhere with --audit PATH, or not at all with --audit off (the run itself is not affected)"
+	out=$(env -u XDG_STATE_HOME -u HOME "$CORRAL" run -w "$WS" -- true 2>&1); rc=$?
+	assert_eq "$rc" 0 "corral run without a default store: $out"
+	assert_contains "$out" "corral: audit: no default store"
+	assert_contains "$out" "--audit PATH"
+	assert_not_contains "$out" "audit: audit"
+	# a reader (every subcommand opens the store the same way): --db, never --audit
+	out=$("$CORRAL" audit --db "$WS/garbage.db" list 2>&1); assert_eq $? 125
+	assert_eq "$out" "corral: audit store $WS/garbage.db: cannot read: file is not a database; it is damaged or not a corral audit store; move it aside, or name another store with --db PATH"
+	sqlite3 "$WS/other.db" "CREATE TABLE notes (t TEXT)"
+	out=$("$CORRAL" audit --db "$WS/other.db" verify 2>&1); assert_eq $? 125
+	assert_contains "$out" "not a corral audit store; or name another store with --db PATH"
+	assert_not_contains "$out" "--audit"
+	audit_tool "$WS/audit.db" bulk 2 >/dev/null || fail "bulk"
+	sqlite3 "$WS/audit.db" "DELETE FROM chain"
+	out=$(aud prune 2>&1); assert_eq $? 125
+	assert_contains "$out" "the chain head row is missing"
+	assert_contains "$out" "--db PATH"
+	assert_not_contains "$out" "--audit"
+	local sub
+	for sub in list path; do
+		out=$(env -u XDG_STATE_HOME -u HOME "$CORRAL" audit "$sub" 2>&1); assert_eq $? 125 "$sub"
+		assert_contains "$out" "corral: audit: no default store"
+		assert_contains "$out" "or give the store with --db PATH"
+		assert_not_contains "$out" "--audit"
+	done
 }
 
 # The documented serialization (docs/audit.md) reproduces every row_hash: an auditor can

@@ -783,6 +783,34 @@ test_core_unusable_directories_refused() {
 	fi
 }
 
+# A workspace on the kernel's interface file systems (/sys, /proc, ...) is refused up front,
+# for every user, saying what it is (not, as root once read, "cannot inspect the protected
+# path /sys/kernel"): bound read-write into the sandbox it would let the command change the
+# host kernel's settings, and a sandbox otherwise gets no /sys and a /proc of its own.
+test_core_kernel_fs_workspace_refused() {
+	local err w rc
+	ln -s /sys/kernel "$WS/kern"
+	for w in /sys/kernel /sys/fs/cgroup /proc "$WS/kern"; do
+		err=$("$CORRAL" run -w "$w" --audit off -- true 2>&1 >/dev/null); rc=$?
+		assert_eq "$rc" 125 "-w $w: $err"
+		assert_eq "$(wc -l <<<"$err")" 1 "-w $w: one line: $err"
+		assert_contains "$err" "corral: workspace: $w"
+		assert_contains "$err" "the host kernel's interface"
+		assert_contains "$err" "pass a project directory"
+		assert_not_contains "$err" "protected path"
+	done
+	err=$("$CORRAL" run -w /sys/kernel --dry-run -- true 2>&1 >/dev/null); assert_eq $? 125 "dry run"
+	assert_contains "$err" "workspace: /sys/kernel is on sysfs"
+	err=$("$CORRAL" run -w "$WS/kern" -- true 2>&1 >/dev/null)
+	assert_contains "$err" "workspace: $WS/kern (/sys/kernel) is on sysfs"
+	err=$("$CORRAL" run -w /sys/fs/cgroup -- true 2>&1 >/dev/null)
+	assert_contains "$err" "workspace: /sys/fs/cgroup is "
+	err=$("$CORRAL" mcp -w /sys/kernel </dev/null 2>&1 >/dev/null); assert_eq $? 125 "corral mcp"
+	assert_contains "$err" "workspace: /sys/kernel is on sysfs"
+	# control: a project directory under /tmp is fine
+	"$CORRAL" run -w "$WS" --audit off -- true || fail "the control run failed"
+}
+
 test_core_workspace_write_visible_on_host() {
 	cr -c 'echo made-inside > out.txt'
 	assert_eq "$(cat "$WS/out.txt")" made-inside

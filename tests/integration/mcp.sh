@@ -1034,6 +1034,36 @@ assert s.close() == 0
 PY
 }
 
+# The limit counts the message, not its line terminator: a request of exactly the limit is
+# answered whether it ends with "\n" or "\r\n"; one byte more is refused either way, and the
+# refusal gives the message's length without the "\r".
+test_mcp_message_limit_crlf_terminator_not_counted() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--max-message-bytes", "1k"]))
+s.initialize()
+def ping(i, size):
+    head = '{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"' % i
+    line = head + "p" * (size - len(head) - 3) + '"}}'
+    assert len(line) == size
+    return line
+for i, end in ((1, "\n"), (2, "\r\n")):
+    s.send_raw(ping(i, 1024) + end)
+    r = s.recv()
+    assert r.get("id") == i and r.get("result") == {}, (end, r)
+for i, end in ((3, "\n"), (4, "\r\n")):
+    s.send_raw(ping(i, 1025) + end)
+    r = s.recv()
+    assert r["error"]["code"] == -32600 and r["id"] is None, r
+    assert "too large: 1025 bytes; the limit is 1024 bytes" in r["error"]["message"], (end, r)
+# the "\r" and the "\n" in separate writes
+s.send_raw(ping(5, 1024) + "\r")
+s.send_raw("\n")
+assert s.response(5)["result"] == {}
+assert s.close() == 0
+PY
+}
+
 # A call's sandbox is torn down after its reply, whether the next request comes at once or
 # the server then sits idle. Host-side evidence that nothing is left behind: no corral-init
 # child of the server in any state (a zombie would be an init killed and never reaped), and
@@ -1386,6 +1416,37 @@ s, instr, tools = server()
 r = s.call("run_command", {"command": "echo AKIAIOSFODNN7EXAMPLE"})
 assert "AKIAIOSFODNN7EXAMPLE" not in r["structuredContent"]["stdout"], r   # redacted by default
 s.close()
+PY
+}
+
+# A cwd inside a tree the server hides is a tool error naming the cwd and the rule, for every
+# tool that takes a cwd, before anything runs (it used to run, and fail with EACCES).
+test_mcp_cwd_inside_hidden_tree_refused() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, mcp_client as M
+ws = os.path.realpath(os.environ["WS"])
+os.makedirs(ws + "/secrets/sub")
+os.makedirs(ws + "/src")
+s = M.Server(M.corral_argv(["-w", ws, "--hide", "secrets", "--audit", "off"]))
+s.initialize()
+calls = [("run_command", {"command": "touch %s/src/ran-1" % ws, "cwd": "secrets"}, "secrets"),
+         ("run_command", {"argv": ["touch", ws + "/src/ran-2"], "cwd": "secrets/sub"}, "secrets/sub"),
+         ("run_command", {"command": "touch %s/src/ran-3" % ws, "cwd": ws + "/secrets"}, "secrets"),
+         ("job_start", {"command": "touch %s/src/ran-4" % ws, "cwd": "secrets"}, "secrets"),
+         ("run_code", {"language": "python", "cwd": "secrets",
+                       "code": "open(%r, 'w').close()" % (ws + "/src/ran-6")}, "secrets"),
+         ("run_pipeline", {"stages": [["true"], ["touch", ws + "/src/ran-5"]], "cwd": "secrets/sub"},
+          "secrets/sub")]
+for tool, args, where in calls:
+    r = s.call(tool, args)
+    t = M.text_of(r)
+    assert r["isError"] and "structuredContent" not in r, (tool, r)
+    assert ("cwd: %s/%s is inside %s/secrets, which the hide rule 'secrets'" % (ws, where, ws)) in t, (tool, t)
+assert os.listdir(ws + "/src") == [], os.listdir(ws + "/src")
+# control: beside the hidden tree
+r = s.call("run_command", {"command": "pwd", "cwd": "src"})
+assert r["structuredContent"]["stdout"] == ws + "/src\n", r
+assert s.close() == 0
 PY
 }
 

@@ -237,7 +237,9 @@ def session(store):
     r = s.call("can_i", {"op": "read", "target": "x"})
     assert not r["isError"] and r["structuredContent"]["allowed"] is True, r
     assert s.close() == 0
-    return [l for l in s.stderr_text.decode().splitlines() if "audit: audit store" in l]
+    err = s.stderr_text.decode()
+    assert "audit: audit" not in err, err     # the word once
+    return [l for l in err.splitlines() if l.startswith("corral mcp: audit store ")]
 for store in stores:
     warn = session(store)
     assert len(warn) == 1 and store in warn[0] and "calls are not affected" in warn[0], warn
@@ -292,7 +294,7 @@ r = s.call("run_command", {"command": "rm fill.bin && echo freed"})
 assert r["structuredContent"]["stdout"] == "freed\n", M.text_of(r)
 assert s.close() == 0
 err = s.stderr_text.decode()
-assert err.count("audit: audit store") == 1 and "full" in err, err
+assert err.count("corral mcp: audit store ") == 1 and "full" in err and "audit: audit" not in err, err
 # Which writes fail on a full tmpfs is not fixed: SQLite reuses WAL space it already has, so
 # a later call's record may succeed and write the gap itself. If the gap was still open at
 # the exit, the server must have written it then (test_audit_gap_flush_at_exit pins that

@@ -277,6 +277,36 @@ assert s.close() == 0
 PY
 }
 
+# A since_offset past the end of a job's output was never a next_offset the server gave: it is
+# an error result naming the argument and the end (not a page silently read from the end);
+# the end itself is a valid offset that reads nothing.
+test_mcp_job_output_offset_past_end_is_an_error() {
+	mcp_py <<'PY' || fail "the MCP session failed (see the traceback above)"
+import os, time, mcp_client as M
+s = M.Server(M.corral_argv(["-w", os.environ["WS"], "--audit", "off"]))
+s.initialize()
+j = s.call("job_start", {"command": "printf abc; printf de >&2"})["structuredContent"]["job"]
+for _ in range(100):
+    o = s.call("job_output", {"job": j})["structuredContent"]
+    if not o["running"]:
+        break
+    time.sleep(0.05)
+assert o["total_bytes"] == 5 and o["next_offset"] == 5 and not o["more"], o
+o = s.call("job_output", {"job": j, "since_offset": 5})["structuredContent"]
+assert o["stdout"] + o["stderr"] == "" and o["from_offset"] == 5 and o["next_offset"] == 5, o
+for past in (6, 1000, 2**63 - 1):
+    r = s.call("job_output", {"job": j, "since_offset": past})
+    t = M.text_of(r)
+    assert r["isError"] and "structuredContent" not in r, (past, r)
+    assert ("since_offset: %d is past the end of job %s's output, which is 5 bytes so far" %
+            (past, j)) in t, (past, t)
+# the job and the server go on
+o = s.call("job_output", {"job": j, "since_offset": 3})["structuredContent"]
+assert o["stderr"] == "de" and o["from_offset"] == 3, o
+assert s.close() == 0
+PY
+}
+
 # job_output pages end between UTF-8 characters: a page cut at max_bytes stops before a
 # character it would split (or, when the page's first character is longer than max_bytes,
 # holds that character whole), so paged output joins back to the original with no U+FFFD,

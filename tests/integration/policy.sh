@@ -733,6 +733,37 @@ test_policy_arg_confinement() {
 	cr -- ls /usr/bin/env ./ /tmp >/dev/null; assert_eq $? 0
 }
 
+# A working directory inside a hidden tree (-C into a --hide'd directory, or the workspace
+# itself hidden) is refused before anything runs, exit 125, naming the cwd and the rule: it
+# used to be accepted, and the command then failed at its first look (EACCES).
+test_policy_cwd_inside_hidden_tree_refused() {
+	mkdir -p "$WS/secrets/sub" "$WS/src"
+	echo key >"$WS/secrets/k"
+	local out rc c
+	for c in secrets secrets/sub "$WS/secrets/sub"; do
+		out=$("$CORRAL" run -w "$WS" --audit off --hide secrets -C "$c" -- touch "$WS/src/ran" 2>&1); rc=$?
+		assert_eq "$rc" 125 "-C $c: $out"
+		assert_eq "$(wc -l <<<"$out")" 1 "-C $c: one line: $out"
+		assert_contains "$out" "corral: cwd: $WS/secrets"
+		assert_contains "$out" "is inside $WS/secrets, which the hide rule 'secrets' (--hide, filesystem.deny) hides"
+		[ ! -e "$WS/src/ran" ] || fail "the command ran with -C $c"
+	done
+	# a profile's rule is named the same way; so is a hidden workspace (the default cwd)
+	printf '{"filesystem": {"deny": ["secrets/sub"]}}\n' >"$WS/p.json"
+	out=$("$CORRAL" run -w "$WS" --audit off --profile "$WS/p.json" -C secrets/sub -- true 2>&1)
+	assert_eq $? 125 "$out"
+	assert_contains "$out" "which the hide rule 'secrets/sub'"
+	out=$("$CORRAL" run -w "$WS" --audit off --hide "$WS" -- true 2>&1); assert_eq $? 125 "$out"
+	assert_contains "$out" "cwd: the workspace $WS is inside $WS, which the hide rule '$WS'"
+	# the dry run says it too
+	out=$("$CORRAL" run -w "$WS" --audit off --hide secrets -C secrets --dry-run -- true 2>&1)
+	assert_eq $? 125 "$out"
+	assert_contains "$out" "error:     cwd: $WS/secrets is inside $WS/secrets"
+	# controls: a cwd beside the hidden tree runs; mode none hides nothing, so there it runs
+	assert_eq "$("$CORRAL" run -w "$WS" --audit off --hide secrets -C src -- pwd)" "$WS/src"
+	assert_eq "$("$CORRAL" run -w "$WS" --audit off --mode none --hide secrets -C secrets -- cat k)" key
+}
+
 test_policy_validate_errors() {
 	printf '{\n  "filesystem": {"read": ["a"]},\n  "limits": {"memory": "12Q"}\n}\n' >"$WS/bad.json"
 	local e
@@ -967,6 +998,28 @@ test_policy_protected_uninspectable_is_not_absent() {
 		assert_contains "$out" "cannot inspect the protected path"
 		assert_contains "$out" ".git"
 	fi
+}
+
+# A placeholder that cannot be made because its directory (here the workspace itself, this
+# user's, chmod 555) cannot be written refuses the run, and the message tells the protected
+# path from its directory: it used to call the workspace "the protected path". Root runs
+# without its capabilities here, as the owner would.
+test_policy_placeholder_directory_unwritable_named() {
+	local ws=$WS/ro-ws out rc
+	mkdir "$ws"
+	chmod 555 "$ws"
+	if is_root; then
+		out=$(setpriv --inh-caps=-all --bounding-set=-all -- "$CORRAL" run -w "$ws" --audit off -- true 2>&1)
+	else
+		out=$("$CORRAL" run -w "$ws" --audit off -- true 2>&1)
+	fi
+	rc=$?
+	chmod 755 "$ws"
+	assert_eq "$rc" 126 "$out"
+	assert_contains "$out" "cannot make the placeholder for the protected path $ws/.git: its directory $ws cannot be written (Permission denied)"
+	assert_contains "$out" "chmod u+rwx $ws"
+	assert_not_contains "$out" "the protected path $ws:"
+	[ ! -e "$ws/.git" ] || fail "a placeholder was left"
 }
 
 # explain plans the limits a run gets: where a cgroup enforces the memory and process limits,

@@ -94,6 +94,39 @@ static void test_framing(void)
 	jr_framer_free(&fr);
 }
 
+/* The limit counts the message, not its terminator: with "\r\n" a line of exactly max bytes
+ * passes as it does with "\n", whether the "\r" and the "\n" come in one read or apart. */
+static void test_framing_crlf_limit(void)
+{
+	struct jr_framer fr;
+	struct frames f = {0};
+	jr_framer_init(&fr, 8);
+	jr_framer_feed(&fr, "12345678\r\n", 10, collect, &f);
+	CHECK("jsonrpc_frame_crlf_exactly_max_accepted",
+	      f.n_lines == 1 && f.n_long == 0 && !strcmp(f.lines[0], "12345678"));
+	jr_framer_feed(&fr, "12345678\r", 9, collect, &f);
+	jr_framer_feed(&fr, "\n", 1, collect, &f);
+	jr_framer_feed(&fr, "1234", 4, collect, &f);
+	jr_framer_feed(&fr, "5678\r", 5, collect, &f);
+	jr_framer_feed(&fr, "\n", 1, collect, &f);
+	CHECK("jsonrpc_frame_crlf_exactly_max_split_reads_accepted",
+	      f.n_lines == 3 && f.n_long == 0 && !strcmp(f.lines[1], "12345678") &&
+	          !strcmp(f.lines[2], "12345678"));
+	/* one byte more is over, and reported without its "\r" */
+	jr_framer_feed(&fr, "123456789\r\n", 11, collect, &f);
+	CHECK("jsonrpc_frame_crlf_one_over_refused_length_without_cr",
+	      f.n_lines == 3 && f.n_long == 1 && f.long_len[0] == 9);
+	/* a "\r" that a byte other than "\n" follows is content: 9 bytes, over */
+	jr_framer_feed(&fr, "12345678\r", 9, collect, &f);
+	jr_framer_feed(&fr, "x\n", 2, collect, &f);
+	jr_framer_feed(&fr, "12345678\r", 9, collect, &f);
+	jr_framer_eof(&fr, collect, &f);
+	CHECK("jsonrpc_frame_cr_inside_line_counts", f.n_long == 2 && f.long_len[1] == 10 &&
+	                                                 f.n_lines == 4 &&
+	                                                 !strcmp(f.lines[3], "12345678"));
+	jr_framer_free(&fr);
+}
+
 /* ---- envelopes -------------------------------------------------------------------------- */
 
 static enum jr_kind parse(const char *s, struct jr_msg *m)
@@ -515,6 +548,7 @@ static void test_versions(void)
 void test_jsonrpc(void)
 {
 	test_framing();
+	test_framing_crlf_limit();
 	test_envelope();
 	test_builders();
 	test_dispatch();
