@@ -663,6 +663,10 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	/* The config copy no longer owns the caller's stdin fd beyond the launch. */
 	capture_init(&p->cap[0], cfg->output_cap);
 	capture_init(&p->cap[1], cfg->output_cap);
+	if (setup_redaction(p) < 0) {
+		proc_free(p);
+		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "redact", "out of memory");
+	}
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (p->epfd < 0 || p->timerfd < 0) {
@@ -679,12 +683,6 @@ int corral_spawn(const corral_config *cfg, corral_proc **out, struct corral_erro
 	if (r < 0) {
 		proc_free(p);
 		return r;
-	}
-	/* The redactor (the withheld values, the custom strings) is built while the sandbox
-	 * builds itself: nothing is read from it before this returns. */
-	if (setup_redaction(p) < 0) {
-		corral_proc_destroy(p);
-		return corral_set_error(err, CORRAL_ENOMEM, ENOMEM, "redact", "out of memory");
 	}
 	int fds[] = {p->lo.out_fd, p->lo.err_fd, p->lo.report_fd, p->lo.in_fd};
 	for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
