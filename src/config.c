@@ -336,6 +336,25 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 	const char *under = path_inside(real, "/proc")  ? "/proc"
 	                    : path_inside(real, "/sys") ? "/sys"
 	                                                : NULL;
+	/* The host's /dev (its device nodes, on the file system /dev itself is on): bound
+	 * read-write it would cover the sandbox's own /dev, and its nodes could be removed or
+	 * replaced. A file system mounted below it (/dev/shm, a tmpfs) is an ordinary one. */
+	struct stat dev_st;
+	bool host_dev =
+	    path_inside(real, "/dev") && stat("/dev", &dev_st) == 0 && dev_st.st_dev == st.st_dev;
+	if (host_dev) {
+		bool moved = strcmp(dir, real) != 0;
+		corral_set_error(
+		    err, CORRAL_EINVAL, 0, "workspace",
+		    "workspace: %s%s%s%s is on the host's /dev, its device nodes, not a "
+		    "directory of files: the workspace is mounted read-write into the "
+		    "sandbox, over the sandbox's own /dev, and the host's nodes could be "
+		    "removed or replaced; pass a project directory (/dev/shm/... is "
+		    "fine)",
+		    dir, moved ? " (" : "", moved ? real : "", moved ? ")" : "");
+		free(real);
+		return CORRAL_EINVAL;
+	}
 	if (kfs || under) {
 		bool moved = strcmp(dir, real) != 0;
 		corral_set_error(

@@ -811,6 +811,29 @@ test_core_kernel_fs_workspace_refused() {
 	"$CORRAL" run -w "$WS" --audit off -- true || fail "the control run failed"
 }
 
+# The host's /dev as the workspace would be bound read-write over the sandbox's own /dev: its
+# /dev/null unusable, and the host's device nodes removable from inside. Refused, as for the
+# kernel's file systems; a file system mounted below /dev (/dev/shm) is an ordinary one.
+test_core_host_dev_workspace_refused() {
+	local err rc w d
+	d=$(mktemp -d /dev/shm/corral-ws.XXXXXX) || fail "no /dev/shm here"
+	ln -s /dev "$WS/devlink"
+	for w in /dev /dev/mapper "$WS/devlink"; do
+		[ -d "$w" ] || continue
+		err=$("$CORRAL" run -w "$w" --audit off -- true 2>&1 >/dev/null); rc=$?
+		assert_eq "$rc" 125 "-w $w: $err"
+		assert_contains "$err" "corral: workspace: $w"
+		assert_contains "$err" "the host's /dev"
+	done
+	err=$("$CORRAL" mcp -w /dev </dev/null 2>&1 >/dev/null); assert_eq $? 125 "corral mcp: $err"
+	assert_contains "$err" "the host's /dev"
+	# control: a workspace on /dev/shm runs, its write lands on the host, and /dev/null works
+	"$CORRAL" run -w "$d" --audit off -c 'echo in-shm > f; echo x > /dev/null' ||
+		{ rm -rf "$d"; fail "the /dev/shm control run failed"; }
+	assert_eq "$(cat "$d/f")" in-shm
+	rm -rf "$d"
+}
+
 test_core_workspace_write_visible_on_host() {
 	cr -c 'echo made-inside > out.txt'
 	assert_eq "$(cat "$WS/out.txt")" made-inside
