@@ -3,9 +3,9 @@
  * as the server benchmark's bare row does), and on x86 a CPUID instruction: a hypervisor
  * traps each one, and glibc's start-up runs dozens of them in every new program (its CPU
  * feature and cache detection; on the 2-core machine of 2026-11-29 a CPUID took 3.6 us and
- * a static program that returns at once 0.41 ms, against 0.13 ms without glibc). Virtual machines differ here by an
- * order of magnitude (a hypervisor that traps every page fault makes each cost microseconds),
- * and a launch's time follows: corral's one-shot makes about 1,450-1,550 system calls and
+ * a static program that returns at once 0.41 ms, against 0.13 ms without glibc). Virtual
+ * machines differ here by an order of magnitude (a hypervisor that traps every page fault
+ * makes each cost microseconds), and a launch's time follows: corral's one-shot makes about 1,450-1,550 system calls and
  * takes about 210 page faults (270 with the audit record), bwrap's about 450-600 and 125. The
  * benchmark report prints these beside the launch times, so that runs on different machines
  * can be compared. Part of the benchmark harness (bench/run.sh), not of corral.
@@ -76,7 +76,9 @@ int main(void)
 {
 	char *true_argv[] = {"true", NULL};
 	double sc[ROUNDS], fault[ROUNDS], cow[ROUNDS], fork_us[ROUNDS], spawn_us[ROUNDS];
-	double cpuid_ns[ROUNDS] = {0};
+#ifdef HAVE_CPUID
+	double cpuid_ns[ROUNDS];
+#endif
 	for (int r = 0; r < ROUNDS; r++) {
 		enum { N = 20000 };
 		double a = now_ns();
