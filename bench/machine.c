@@ -8,7 +8,8 @@
  * makes each cost microseconds), and a launch's time follows: corral's one-shot makes about
  * 1,450-1,550 system calls and takes about 210 page faults (270 with the audit record),
  * bwrap's about 450-600 and 125. The benchmark report prints these beside the launch times,
- * so that runs on different machines can be compared. Part of the benchmark harness (bench/run.sh), not of corral.
+ * so that runs on different machines can be compared. Part of the benchmark harness
+ * (bench/run.sh), not of corral.
  *
  *   machine            prints one JSON object: the median of 5 rounds of each measurement */
 #define _GNU_SOURCE
