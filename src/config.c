@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 
 #define MAX_ARGS 4096
 #define MAX_ARG_BYTES (1u << 20)
@@ -284,6 +285,127 @@ static const char *kernel_fs_name(unsigned long type)
 	}
 }
 
+/* The same by the type name mountinfo gives (a bind shows the type of what it binds). */
+static bool kernel_fs_type(const char *t)
+{
+	static const char *const names[] = {
+	    "proc", "sysfs",    "debugfs",  "tracefs",     "securityfs", "cgroup",    "cgroup2",
+	    "bpf",  "pstore",   "efivarfs", "binfmt_misc", "devpts",     "selinuxfs", "smackfs",
+	    "nsfs", "configfs", "fusectl",  "mqueue",      "rpc_pipefs", "resctrl"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (!strcmp(t, names[i]))
+			return true;
+	return false;
+}
+
+/* mountinfo's escapes (\040 for a space, \011, \012, \134) undone in place. */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+	for (char *i = s; *i; i++) {
+		if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' &&
+		    i[3] >= '0' && i[3] <= '7') {
+			*o++ = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0'));
+			i += 3;
+		} else {
+			*o++ = *i;
+		}
+	}
+	*o = 0;
+}
+
+/* The device /dev is on, when /dev is a mount of its own (0 when it is not: then its nodes
+ * cannot be told from the root's files by device). */
+static dev_t host_dev_device(void)
+{
+	struct stat d, r;
+	return stat("/dev", &d) == 0 && stat("/", &r) == 0 && d.st_dev != r.st_dev ? d.st_dev : 0;
+}
+
+int kernel_tree_check(const char *label, const char *tree, bool self, const char *mountinfo,
+                      struct corral_error *err)
+{
+	if (self) {
+		struct statfs sf;
+		struct stat st;
+		const char *kfs =
+		    statfs(tree, &sf) == 0 ? kernel_fs_name((unsigned long)sf.f_type) : NULL;
+		const char *under = path_inside(tree, "/proc")  ? "/proc"
+		                    : path_inside(tree, "/sys") ? "/sys"
+		                                                : NULL;
+		dev_t dd = host_dev_device();
+		bool on_dev = dd && stat(tree, &st) == 0 && st.st_dev == dd;
+		if (kfs || under || on_dev)
+			return corral_set_error(
+			    err, CORRAL_EINVAL, 0, label,
+			    "%s: %s is %s %s, not a directory of files: bound read-write into the "
+			    "sandbox it would let the command change %s; leave it out (or give it "
+			    "read-only)",
+			    label, tree,
+			    on_dev ? "on"
+			    : kfs  ? "on"
+			           : "under",
+			    on_dev ? "the host's /dev"
+			    : kfs  ? kfs
+			           : under,
+			    on_dev ? "the host's device nodes" : "the host kernel's settings");
+	}
+	if (!mountinfo)
+		return 0;
+	dev_t dd = host_dev_device();
+	size_t tl = strlen(tree);
+	for (const char *line = mountinfo; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[PATH_MAX * 2 + 256];
+		const char *next = nl ? nl + 1 : line + len;
+		if (len >= sizeof(buf)) {
+			line = next;
+			continue;
+		}
+		memcpy(buf, line, len);
+		buf[len] = 0;
+		line = next;
+		/* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER" */
+		char *f[5], *save = NULL, *tok = strtok_r(buf, " ", &save);
+		int nf = 0;
+		while (tok && nf < 5) {
+			f[nf++] = tok;
+			if (nf < 5)
+				tok = strtok_r(NULL, " ", &save);
+		}
+		if (nf < 5)
+			continue;
+		char *type = NULL;
+		while ((tok = strtok_r(NULL, " ", &save)))
+			if (!strcmp(tok, "-")) {
+				type = strtok_r(NULL, " ", &save);
+				break;
+			}
+		if (!type)
+			continue;
+		unescape_octal(f[4]);
+		const char *mp = f[4];
+		/* strictly below the tree (the tree's own file system is checked above) */
+		if (tl == 1 ? mp[1] == 0 : !path_inside(mp, tree) || mp[tl] == 0)
+			continue;
+		unsigned maj = 0, mnr = 0;
+		bool devices =
+		    !strcmp(type, "devtmpfs") ||
+		    (dd && sscanf(f[2], "%u:%u", &maj, &mnr) == 2 && makedev(maj, mnr) == dd);
+		if (!devices && !kernel_fs_type(type))
+			continue;
+		return corral_set_error(
+		    err, CORRAL_EINVAL, 0, label,
+		    "%s: %s has %s mounted at %s: the sandbox gets what is mounted below it, so "
+		    "it would let the command change %s; unmount it (umount %s) or pass a "
+		    "directory without it",
+		    label, tree, devices ? "the host's /dev" : type, mp,
+		    devices ? "the host's device nodes" : "the host kernel's settings", mp);
+	}
+	return 0;
+}
+
 /* Both checks are advisory (the child resolves again without symlinks); they exist to give a
  * clear error before anything is built. */
 int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corral_error *err)
@@ -340,8 +462,10 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 	 * read-write it would cover the sandbox's own /dev, and its nodes could be removed or
 	 * replaced. A file system mounted below it (/dev/shm, a tmpfs) is an ordinary one. */
 	struct stat dev_st;
-	bool host_dev =
-	    path_inside(real, "/dev") && stat("/dev", &dev_st) == 0 && dev_st.st_dev == st.st_dev;
+	dev_t dd = host_dev_device(); /* (also a bind of /dev elsewhere) */
+	bool host_dev = dd ? st.st_dev == dd
+	                   : path_inside(real, "/dev") && stat("/dev", &dev_st) == 0 &&
+	                         dev_st.st_dev == st.st_dev;
 	if (host_dev) {
 		bool moved = strcmp(dir, real) != 0;
 		corral_set_error(
@@ -349,8 +473,8 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 		    "workspace: %s%s%s%s is on the host's /dev, its device nodes, not a "
 		    "directory of files: the workspace is mounted read-write into the "
 		    "sandbox, over the sandbox's own /dev, and the host's nodes could be "
-		    "removed or replaced; pass a project directory (/dev/shm/... is "
-		    "fine)",
+		    "removed or replaced; pass a project directory (a file system mounted "
+		    "below /dev, such as /dev/shm, is fine)",
 		    dir, moved ? " (" : "", moved ? real : "", moved ? ")" : "");
 		free(real);
 		return CORRAL_EINVAL;

@@ -337,6 +337,15 @@ int policy_preflight(const struct corral_config *cfg, struct corral_error *err);
  * deny paths resolve as the mount plan resolves them (inside the workspace without following
  * symlinks). The caller decides whether hiding is enforced (mode none hides nothing). */
 int policy_check_cwd(const struct corral_config *cfg, struct corral_error *err);
+
+/* ---- config.c ---------------------------------------------------------------------------- */
+/* Whether a tree bound read-write into a sandbox (the workspace, a filesystem.write path;
+ * resolved) carries one of the kernel's interface file systems or the host's /dev: itself
+ * (self: the workspace's own setter checks it already), or as a mount below it in
+ * mountinfo (the bind is recursive; NULL: not looked at). 0, or an error naming the tree,
+ * the mount and the fix, under label. */
+int kernel_tree_check(const char *label, const char *tree, bool self, const char *mountinfo,
+                      struct corral_error *err);
 /* Files that get Landlock's execute right under a command allow-list. */
 int policy_exec_files(const struct corral_config *cfg, char ***files, size_t *n,
                       struct corral_error *err);

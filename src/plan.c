@@ -1921,6 +1921,23 @@ int plan_make_pending(struct launch *L, struct corral_error *err)
 	return r < 0 ? r : 0;
 }
 
+/* The trees bound read-write (the workspace, each filesystem.write path) bring every mount
+ * below them along (the binds are recursive), and Landlock allows what is beneath them: one
+ * of the kernel's interface file systems there (a chroot's /proc, a build root's /sys or
+ * /dev) would hand the command the host kernel's settings or the host's device nodes.
+ * Refused by name before anything is built; a filesystem.write path that is itself on one
+ * too (the workspace's setter checks its own). */
+static int check_kernel_trees(struct launch *L, struct corral_error *err)
+{
+	const struct corral_config *cfg = L->cfg;
+	const struct mount_request *q = &L->req;
+	autofree char *mi = hc_mountinfo(L->hc_sys);
+	int r = kernel_tree_check("workspace", cfg->workspace, false, mi, err);
+	for (size_t i = 0; r == 0 && i < q->n_write; i++)
+		r = kernel_tree_check("filesystem.write", q->write[i], true, mi, err);
+	return r;
+}
+
 static int prepare_paths(struct launch *L, struct corral_error *err)
 {
 	const struct corral_config *cfg = L->cfg;
@@ -1933,7 +1950,8 @@ static int prepare_paths(struct launch *L, struct corral_error *err)
 	    (r = resolve_list(cfg, cfg->fs_deny, cfg->n_deny, (char ***)&q->deny, &q->n_deny, false,
 	                      "filesystem.deny", err)) < 0 ||
 	    /* (only where the hiding is enforced: mode none hides nothing) */
-	    ((L->mountns || L->landlock) && (r = policy_check_cwd(cfg, err)) < 0))
+	    ((L->mountns || L->landlock) && (r = policy_check_cwd(cfg, err)) < 0) ||
+	    ((L->mountns || L->landlock) && (r = check_kernel_trees(L, err)) < 0))
 		return r;
 	bool held = !L->dry_run && linger_hold();
 	r = plan_protected_set(L, err);

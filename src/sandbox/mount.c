@@ -497,7 +497,8 @@ static int make_target(int rootfd, const char *abs, int is_file, char *buf, bool
 			r = sys_openat2(dirfd, buf, O_PATH | O_CLOEXEC,
 			                RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 			                    RESOLVE_BENEATH);
-		if (last && r >= 0 && plain && dirfd != rootfd && (size_t)(p - 1 - p0) == plen) {
+		if (last && r >= 0 && plain && dirfd != rootfd && (size_t)(p - 1 - p0) == plen &&
+		    plen < sizeof(tdir.path)) {
 			/* kept for the next target in this directory */
 			tdir_drop();
 			tdir.fd = dirfd;

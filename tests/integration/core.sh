@@ -834,6 +834,44 @@ test_core_host_dev_workspace_refused() {
 	rm -rf "$d"
 }
 
+# The workspace's bind is recursive: what is mounted below it comes along, read-write. One of
+# the kernel's file systems there (a chroot's /proc, a build root's /dev) would hand the
+# command the host kernel's settings or the host's device nodes, so the run is refused,
+# naming the mount; an ordinary file system below it is fine. A --rw path on one is refused
+# too. (The mounts are made in a mount namespace of the test's own, as root or not, so the
+# host's table is untouched.)
+test_core_kernel_mount_below_workspace_refused() {
+	local out
+	out=$(unshare -Urm bash -c '
+		C=$1 W=$2
+		mkdir -p "$W/kt1/psys" "$W/kt2/dev" "$W/kt3/tmpx"
+		mount --bind /proc/sys "$W/kt1/psys" || { echo "setup: bind of /proc/sys"; exit 0; }
+		mount --rbind /dev "$W/kt2/dev" || { echo "setup: rbind of /dev"; exit 0; }
+		mount -t tmpfs none "$W/kt3/tmpx" || { echo "setup: tmpfs"; exit 0; }
+		"$C" run -w "$W/kt1" --audit off -- true 2>&1; echo "rc=$?"
+		"$C" run -w "$W/kt1" --dry-run -- true 2>&1 | grep "^error:"; echo "rc=${PIPESTATUS[0]}"
+		"$C" run -w "$W/kt2" --audit off -- true 2>&1; echo "rc=$?"
+		"$C" run -w "$W/kt3" --audit off -c "echo below > tmpx/f; cat tmpx/f" 2>&1
+		echo "rc=$?"
+	' sh "$CORRAL" "$WS")
+	assert_not_contains "$out" "setup:"
+	local lines; mapfile -t lines <<<"$out"
+	assert_contains "${lines[0]}" "corral: workspace: $WS/kt1 has proc mounted at $WS/kt1/psys"
+	assert_contains "${lines[0]}" "umount $WS/kt1/psys"
+	assert_eq "${lines[1]}" rc=125 "$out"
+	assert_contains "${lines[2]}" "error:     workspace: $WS/kt1 has proc mounted at $WS/kt1/psys"
+	assert_eq "${lines[3]}" rc=125 "$out"
+	assert_contains "${lines[4]}" "has the host's /dev mounted at $WS/kt2/dev"
+	assert_eq "${lines[5]}" rc=125 "$out"
+	assert_eq "${lines[6]}" below "control: a tmpfs below the workspace"
+	assert_eq "${lines[7]}" rc=0 "$out"
+	local err
+	err=$("$CORRAL" run -w "$WS" --rw /proc/sys/vm --audit off -- true 2>&1 >/dev/null)
+	assert_eq $? 125 "--rw /proc/sys/vm: $err"
+	assert_contains "$err" "filesystem.write: /proc/sys/vm is on proc"
+	rm -rf "$WS/kt1" "$WS/kt2" "$WS/kt3"
+}
+
 test_core_workspace_write_visible_on_host() {
 	cr -c 'echo made-inside > out.txt'
 	assert_eq "$(cat "$WS/out.txt")" made-inside
