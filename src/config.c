@@ -298,22 +298,6 @@ static bool kernel_fs_type(const char *t)
 	return false;
 }
 
-/* mountinfo's escapes (\040 for a space, \011, \012, \134) undone in place. */
-static void unescape_octal(char *s)
-{
-	char *o = s;
-	for (char *i = s; *i; i++) {
-		if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' &&
-		    i[3] >= '0' && i[3] <= '7') {
-			*o++ = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0'));
-			i += 3;
-		} else {
-			*o++ = *i;
-		}
-	}
-	*o = 0;
-}
-
 /* The device /dev is on, when /dev is a mount of its own (0 when it is not: then its nodes
  * cannot be told from the root's files by device). */
 static dev_t host_dev_device(void)
@@ -384,7 +368,7 @@ int kernel_tree_check(const char *label, const char *tree, bool self, const char
 			}
 		if (!type)
 			continue;
-		unescape_octal(f[4]);
+		mountinfo_unescape(f[4]);
 		const char *mp = f[4];
 		/* strictly below the tree (the tree's own file system is checked above) */
 		if (tl == 1 ? mp[1] == 0 : !path_inside(mp, tree) || mp[tl] == 0)
@@ -466,29 +450,25 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 	bool host_dev = dd ? st.st_dev == dd
 	                   : path_inside(real, "/dev") && stat("/dev", &dev_st) == 0 &&
 	                         dev_st.st_dev == st.st_dev;
-	if (host_dev) {
+	if (host_dev || kfs || under) {
 		bool moved = strcmp(dir, real) != 0;
 		corral_set_error(
 		    err, CORRAL_EINVAL, 0, "workspace",
-		    "workspace: %s%s%s%s is on the host's /dev, its device nodes, not a "
-		    "directory of files: the workspace is mounted read-write into the "
-		    "sandbox, over the sandbox's own /dev, and the host's nodes could be "
-		    "removed or replaced; pass a project directory (a file system mounted "
-		    "below /dev, such as /dev/shm, is fine)",
-		    dir, moved ? " (" : "", moved ? real : "", moved ? ")" : "");
-		free(real);
-		return CORRAL_EINVAL;
-	}
-	if (kfs || under) {
-		bool moved = strcmp(dir, real) != 0;
-		corral_set_error(
-		    err, CORRAL_EINVAL, 0, "workspace",
-		    "workspace: %s%s%s%s is %s %s, the host kernel's interface, not a "
-		    "directory of files: the workspace is mounted read-write into the "
-		    "sandbox, which could then change the kernel's settings (a sandbox "
-		    "gets a /proc of its own and no /sys); pass a project directory",
+		    "workspace: %s%s%s%s is %s %s, %s, not a directory of files: the workspace is "
+		    "mounted read-write into the sandbox, %s; pass a project directory%s",
 		    dir, moved ? " (" : "", moved ? real : "", moved ? ")" : "",
-		    kfs ? "on" : "under", kfs ? kfs : under);
+		    host_dev || kfs ? "on" : "under",
+		    host_dev ? "the host's /dev"
+		    : kfs    ? kfs
+		             : under,
+		    host_dev ? "its device nodes" : "the host kernel's interface",
+		    host_dev
+		        ? "over the sandbox's own /dev, and the host's nodes could be removed or "
+		          "replaced"
+		        : "which could then change the kernel's settings (a sandbox gets a /proc "
+		          "of its own and no /sys)",
+		    host_dev ? " (a file system mounted below /dev, such as /dev/shm, is fine)"
+		             : "");
 		free(real);
 		return CORRAL_EINVAL;
 	}

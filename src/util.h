@@ -40,6 +40,22 @@ static inline void cleanup_closep(int *fd)
 	}
 }
 /* Is path dir itself or beneath it (by name, both normalized)? "/" holds everything. */
+/* mountinfo's escapes (\040 for a space, \011, \012, \134) undone in place. */
+static inline void mountinfo_unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
 static inline bool path_within(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);

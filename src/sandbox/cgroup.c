@@ -176,22 +176,6 @@ static void sleep_ms(long ms)
 
 /* ---- discovery --------------------------------------------------------------------------- */
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
-	}
-	*w = '\0';
-}
-
 /* The directory of cgroup `path` under a mount of its hierarchy whose root is `root` (not "/"
  * for bind-mounted subtrees). Fails when the cgroup is outside what the mount shows. */
 static int mount_path(char *out, const char *mnt, const char *root, const char *path)
@@ -281,8 +265,8 @@ static int find_layout(struct cg_layout *l, struct hcache *hc)
 			f[i++] = t;
 		if (i < 5 || !fstype || !super)
 			continue;
-		unescape_octal(f[3]);
-		unescape_octal(f[4]);
+		mountinfo_unescape(f[3]);
+		mountinfo_unescape(f[4]);
 		if (strcmp(fstype, "cgroup2") == 0 && v2path[0] && !l->v2[0])
 			if (mount_path(l->v2, f[4], f[3], v2path) < 0)
 				l->v2[0] = '\0';
