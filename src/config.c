@@ -232,68 +232,48 @@ int corral_config_set_shell(corral_config *cfg, const char *command, struct corr
 	return 0;
 }
 
-static bool path_inside(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-	return !strncmp(path, dir, n) && (path[n] == 0 || path[n] == '/');
-}
+/* The kernel's interface file systems. A workspace is bound read-write into the sandbox at
+ * its host path: one of these would hand the sandbox the host kernel's settings, which it
+ * otherwise never sees (it gets a /proc of its own and no /sys). By statfs magic and by the
+ * type name mountinfo gives. */
+static const struct {
+	unsigned long magic;
+	const char *name;
+} kernel_fs[] = {{PROC_SUPER_MAGIC, "proc"},
+                 {SYSFS_MAGIC, "sysfs"},
+                 {DEBUGFS_MAGIC, "debugfs"},
+                 {TRACEFS_MAGIC, "tracefs"},
+                 {SECURITYFS_MAGIC, "securityfs"},
+                 {CGROUP_SUPER_MAGIC, "cgroup"},
+                 {CGROUP2_SUPER_MAGIC, "cgroup2"},
+                 {BPF_FS_MAGIC, "bpf"},
+                 {PSTOREFS_MAGIC, "pstore"},
+                 {EFIVARFS_MAGIC, "efivarfs"},
+                 {BINFMTFS_MAGIC, "binfmt_misc"},
+                 {DEVPTS_SUPER_MAGIC, "devpts"},
+                 {SELINUX_MAGIC, "selinuxfs"},
+                 {SMACK_MAGIC, "smackfs"},
+                 {NSFS_MAGIC, "nsfs"},
+                 {0x62656570UL, "configfs"},
+                 {0x65735543UL, "fusectl"},
+                 {0x19800202UL, "mqueue"},
+                 {0x67596969UL, "rpc_pipefs"},
+                 {0x07655821UL, "resctrl"}};
 
-/* The kernel's interface file systems, by name (NULL for any other). A workspace is bound
- * read-write into the sandbox at its host path: one of these would hand the sandbox the host
- * kernel's settings, which it otherwise never sees (it gets a /proc of its own and no /sys). */
+/* By statfs magic: the name, or NULL for any other file system. */
 static const char *kernel_fs_name(unsigned long type)
 {
-	switch (type) {
-	case PROC_SUPER_MAGIC:
-		return "proc";
-	case SYSFS_MAGIC:
-		return "sysfs";
-	case DEBUGFS_MAGIC:
-		return "debugfs";
-	case TRACEFS_MAGIC:
-		return "tracefs";
-	case SECURITYFS_MAGIC:
-		return "securityfs";
-	case CGROUP_SUPER_MAGIC:
-		return "cgroup";
-	case CGROUP2_SUPER_MAGIC:
-		return "cgroup2";
-	case BPF_FS_MAGIC:
-		return "bpf";
-	case PSTOREFS_MAGIC:
-		return "pstore";
-	case EFIVARFS_MAGIC:
-		return "efivarfs";
-	case BINFMTFS_MAGIC:
-		return "binfmt_misc";
-	case DEVPTS_SUPER_MAGIC:
-		return "devpts";
-	case SELINUX_MAGIC:
-		return "selinuxfs";
-	case SMACK_MAGIC:
-		return "smackfs";
-	case NSFS_MAGIC:
-		return "nsfs";
-	case 0x62656570UL: /* configfs */
-		return "configfs";
-	case 0x65735543UL: /* fusectl */
-		return "fusectl";
-	case 0x19800202UL: /* mqueue */
-		return "mqueue";
-	default:
-		return NULL;
-	}
+	for (size_t i = 0; i < ARRAY_SIZE(kernel_fs); i++)
+		if (kernel_fs[i].magic == type)
+			return kernel_fs[i].name;
+	return NULL;
 }
 
-/* The same by the type name mountinfo gives (a bind shows the type of what it binds). */
+/* By the type name mountinfo gives (a bind shows the type of what it binds). */
 static bool kernel_fs_type(const char *t)
 {
-	static const char *const names[] = {
-	    "proc", "sysfs",    "debugfs",  "tracefs",     "securityfs", "cgroup",    "cgroup2",
-	    "bpf",  "pstore",   "efivarfs", "binfmt_misc", "devpts",     "selinuxfs", "smackfs",
-	    "nsfs", "configfs", "fusectl",  "mqueue",      "rpc_pipefs", "resctrl"};
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
-		if (!strcmp(t, names[i]))
+	for (size_t i = 0; i < ARRAY_SIZE(kernel_fs); i++)
+		if (!strcmp(t, kernel_fs[i].name))
 			return true;
 	return false;
 }
@@ -314,8 +294,8 @@ int kernel_tree_check(const char *label, const char *tree, bool self, const char
 		struct stat st;
 		const char *kfs =
 		    statfs(tree, &sf) == 0 ? kernel_fs_name((unsigned long)sf.f_type) : NULL;
-		const char *under = path_inside(tree, "/proc")  ? "/proc"
-		                    : path_inside(tree, "/sys") ? "/sys"
+		const char *under = path_within(tree, "/proc")  ? "/proc"
+		                    : path_within(tree, "/sys") ? "/sys"
 		                                                : NULL;
 		dev_t dd = host_dev_device();
 		bool on_dev = dd && stat(tree, &st) == 0 && st.st_dev == dd;
@@ -337,7 +317,6 @@ int kernel_tree_check(const char *label, const char *tree, bool self, const char
 	if (!mountinfo)
 		return 0;
 	dev_t dd = host_dev_device();
-	size_t tl = strlen(tree);
 	for (const char *line = mountinfo; *line;) {
 		const char *nl = strchr(line, '\n');
 		size_t len = nl ? (size_t)(nl - line) : strlen(line);
@@ -371,7 +350,7 @@ int kernel_tree_check(const char *label, const char *tree, bool self, const char
 		mountinfo_unescape(f[4]);
 		const char *mp = f[4];
 		/* strictly below the tree (the tree's own file system is checked above) */
-		if (tl == 1 ? mp[1] == 0 : !path_inside(mp, tree) || mp[tl] == 0)
+		if (!path_within(mp, tree) || !strcmp(mp, tree))
 			continue;
 		unsigned maj = 0, mnr = 0;
 		bool devices =
@@ -439,8 +418,8 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 	 * a tmpfs with the cgroup trees beneath) */
 	struct statfs sf;
 	const char *kfs = statfs(real, &sf) == 0 ? kernel_fs_name((unsigned long)sf.f_type) : NULL;
-	const char *under = path_inside(real, "/proc")  ? "/proc"
-	                    : path_inside(real, "/sys") ? "/sys"
+	const char *under = path_within(real, "/proc")  ? "/proc"
+	                    : path_within(real, "/sys") ? "/sys"
 	                                                : NULL;
 	/* The host's /dev (its device nodes, on the file system /dev itself is on): bound
 	 * read-write it would cover the sandbox's own /dev, and its nodes could be removed or
@@ -448,7 +427,7 @@ int corral_config_set_workspace(corral_config *cfg, const char *dir, struct corr
 	struct stat dev_st;
 	dev_t dd = host_dev_device(); /* (also a bind of /dev elsewhere) */
 	bool host_dev = dd ? st.st_dev == dd
-	                   : path_inside(real, "/dev") && stat("/dev", &dev_st) == 0 &&
+	                   : path_within(real, "/dev") && stat("/dev", &dev_st) == 0 &&
 	                         dev_st.st_dev == st.st_dev;
 	if (host_dev || kfs || under) {
 		bool moved = strcmp(dir, real) != 0;
@@ -498,7 +477,7 @@ int corral_config_set_cwd(corral_config *cfg, const char *dir, struct corral_err
 		return corral_set_error(err, CORRAL_EINVAL, saved, "cwd",
 		                        "cwd: %s: %s; give a directory inside the workspace %s",
 		                        dir, strerror(saved), cfg->workspace);
-	if (!path_inside(real, cfg->workspace)) {
+	if (!path_within(real, cfg->workspace)) {
 		corral_set_error(
 		    err, CORRAL_EINVAL, 0, "cwd",
 		    "cwd: %s resolves to %s, outside the workspace %s; give a directory "
